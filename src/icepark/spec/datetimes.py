@@ -11,10 +11,15 @@ it are exact (no float rounding).
 datetime.date(1969, 12, 31)
 >>> micros_to_timestamp(timestamp_to_micros(datetime(1900, 1, 1, 0, 0, 0, 1)))
 datetime.datetime(1900, 1, 1, 0, 0, 0, 1)
+>>> micros_to_iso_timestamp(-1, utc=True)
+'1969-12-31T23:59:59.999999+00:00'
+>>> iso_to_timestamp_micros("1970-01-01T01:00+01:00")
+(0, True)
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, time, timedelta
 
 EPOCH_DATE = date(1970, 1, 1)
@@ -84,3 +89,60 @@ def days_to_year_month(days: int) -> tuple[int, int]:
     month = mp + 3 if mp < 10 else mp - 9
     year = yoe + era * 400 + (1 if month <= 2 else 0)
     return year, month
+
+
+# ISO-8601 strings, as Appendix D's JSON single values use them: "2017-11-16",
+# "22:31:08.123456", "2017-11-16T22:31:08.123456" and "2017-11-16T22:31:08.123456+00:00".
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
+_ISO_TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?", re.ASCII)
+_ISO_TIMESTAMP = re.compile(r"([^T]+)T([^Z+-]+)(Z|[+-]\d{2}:\d{2})?", re.ASCII)
+
+
+def days_to_iso(days: int) -> str:
+    """``YYYY-MM-DD``; raises OverflowError outside the years 1-9999."""
+    return days_to_date(days).isoformat()
+
+
+def micros_to_iso_time(micros: int) -> str:
+    """``HH:MM:SS.ffffff``, always with six fraction digits."""
+    seconds, fraction = divmod(micros, MICROS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:{second:02d}.{fraction:06d}"
+
+
+def micros_to_iso_timestamp(micros: int, utc: bool) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffff``, with ``+00:00`` appended if ``utc``."""
+    days, time_micros = divmod(micros, MICROS_PER_DAY)
+    return f"{days_to_iso(days)}T{micros_to_iso_time(time_micros)}{'+00:00' if utc else ''}"
+
+
+def iso_to_days(text: str) -> int:
+    """Parse ``YYYY-MM-DD``; raises ValueError."""
+    m = _ISO_DATE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO-8601 date: {text!r}")
+    return date_to_days(date(*map(int, m.groups())))
+
+
+def iso_to_time_micros(text: str) -> int:
+    """Parse ``HH:MM[:SS[.f]]`` with at most six fraction digits; raises ValueError."""
+    m = _ISO_TIME.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO-8601 time with at most microsecond precision: {text!r}")
+    hour, minute, second, fraction = m.groups()
+    micros = int((fraction or "0").ljust(6, "0"))
+    return time_to_micros(time(int(hour), int(minute), int(second or 0), micros))
+
+
+def iso_to_timestamp_micros(text: str) -> tuple[int, bool]:
+    """Parse ``<date>T<time>[Z|+HH:MM|-HH:MM]``: micros from the epoch (in UTC if zoned), and
+    whether the string had a zone offset. Raises ValueError."""
+    m = _ISO_TIMESTAMP.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO-8601 timestamp: {text!r}")
+    day_part, time_part, offset = m.groups()
+    micros = iso_to_days(day_part) * MICROS_PER_DAY + iso_to_time_micros(time_part)
+    if offset and offset != "Z":
+        shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60 * MICROS_PER_SECOND
+        micros -= -shift if offset[0] == "-" else shift
+    return micros, offset is not None
