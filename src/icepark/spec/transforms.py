@@ -92,7 +92,8 @@ class Transform:
             if not 0 < self.param <= _MAX_PARAM:
                 what = "number of buckets" if self.kind is TransformKind.BUCKET else "width"
                 raise ValidationError(
-                    f"Invalid {self.kind.value}[{self.param}]: the {what} must be positive")
+                    f"Invalid {self.kind.value}[{self.param}]: the {what} must be positive"
+                    + (f" and at most {_MAX_PARAM}" if self.param > 0 else ""))
         elif self.param:
             raise ValidationError(f"{self.kind.value} takes no parameter")
 
@@ -218,13 +219,20 @@ class Transform:
         """Whether ``a <= b`` implies ``t(a) <= t(b)``: true for all but bucket and void."""
         return self.kind not in (TransformKind.BUCKET, TransformKind.VOID)
 
-    def satisfies_order_of(self, other: Transform) -> bool:
+    def satisfies_order_of(self, other: Transform, source: IcebergType | None = None) -> bool:
         """Whether data ordered by this transform is also ordered by ``other``.
 
+        Two truncates depend on the source type: a number truncated to W is ordered by a
+        multiple of W, a string or binary truncated to L by any length up to L. Without
+        ``source`` only equal truncates are claimed.
+
+        >>> from icepark.spec.types import INT, STRING
         >>> Transform.day().satisfies_order_of(Transform.month())
         True
-        >>> Transform.truncate(10).satisfies_order_of(Transform.truncate(100))
+        >>> Transform.truncate(10).satisfies_order_of(Transform.truncate(100), INT)
         True
+        >>> Transform.truncate(10).satisfies_order_of(Transform.truncate(100), STRING)
+        False
         """
         if self == other:
             return True
@@ -232,7 +240,10 @@ class Transform:
             return other.preserves_order
         if self.kind in _TIME_KINDS and other.kind in _TIME_KINDS:
             return _TIME_RANK[self.kind] >= _TIME_RANK[other.kind]
-        if self.kind is TransformKind.TRUNCATE and other.kind is TransformKind.TRUNCATE:
+        if (self.kind is TransformKind.TRUNCATE and other.kind is TransformKind.TRUNCATE
+                and isinstance(source, PrimitiveType)):
+            if source.type_id in (TypeId.STRING, TypeId.BINARY):
+                return self.param >= other.param
             return other.param % self.param == 0
         return False
 
@@ -340,6 +351,23 @@ def _unscaled(value: Decimal) -> int:
     return unscaled * 10**exponent if exponent > 0 else unscaled
 
 
+def _unscaled_at(value: Decimal, scale: int) -> int:
+    """The unscaled integer of ``value`` at the column's ``scale``, in exact integer arithmetic
+    (``Decimal.scaleb`` would round to the 28-digit context and corrupt decimal(38, s))."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    unscaled = _unscaled(value)  # at scale max(-exponent, 0)
+    shift = min(exponent, 0) + scale
+    factor: int = 10 ** abs(shift)
+    if shift >= 0:
+        return unscaled * factor
+    quotient, remainder = divmod(unscaled, factor)
+    if remainder:
+        raise ValidationError(
+            f"Cannot truncate {value}: it has more digits after the point than scale {scale}")
+    return quotient
+
+
 def hash_value(t: PrimitiveType, value: Any) -> int:
     """The Appendix B 32-bit hash of a non-null value.
 
@@ -395,8 +423,8 @@ def _truncate_function(t: PrimitiveType, width: int) -> Callable[[Any], Any]:
             def truncate_decimal(v: Decimal | None) -> Decimal | None:
                 if v is None:
                     return None
-                unscaled = _unscaled(v.scaleb(scale))
-                return Decimal(unscaled - unscaled % width).scaleb(-scale)
+                unscaled = _unscaled_at(v, scale)
+                return Decimal(f"{unscaled - unscaled % width}E{-scale}")  # exact, no rounding
 
             return truncate_decimal
         case _:  # string, binary
