@@ -31,7 +31,7 @@ class AlreadyExists(IcebergError):  # noqa: N818
     """A table, namespace or reference with that name already exists."""
 
 
-class CommitFailed(IcebergError):
+class CommitFailed(IcebergError):  # noqa: N818
     """The commit lost a race or its requirements no longer hold; it may be retried."""
 
 

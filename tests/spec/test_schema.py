@@ -89,7 +89,7 @@ def test_parents_and_highest_id() -> None:
 
 def test_accessors_follow_struct_positions() -> None:
     s = nested_schema()
-    row = (7, ("Ada", "Lovelace"), ["a"], {}, [], (42,))
+    row: tuple[object, ...] = (7, ("Ada", "Lovelace"), ["a"], {}, [], (42,))
     assert s.accessor(1).get(row) == 7
     assert s.accessor(4).get(row) == "Lovelace"
     assert s.accessor(15).get(row) == 42
