@@ -1,0 +1,1 @@
+"""Tables: changes (updates, requirements, the metadata builder), actions, planning."""
