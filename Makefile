@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(BIN)/icepark demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
