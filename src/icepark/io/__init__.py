@@ -1,0 +1,1 @@
+"""File IO and the Avro encodings of manifests and manifest lists."""

@@ -1,0 +1,381 @@
+"""FileIO: reading, writing, deleting and listing files by location, on pyarrow.fs.
+
+Spec, *File System Operations*: "Iceberg only requires that file systems support the following
+operations: In-place write -- Files are not moved or altered once they are written. Seekable
+reads -- Data file formats require seek support. Deletes -- Tables delete files that are no
+longer used." and "Tables do not require rename".
+
+:class:`FileIO` is the protocol the rest of icepark uses; :class:`ArrowFileIO` implements it on
+``pyarrow.fs``, choosing the filesystem by the location's URI scheme: plain local paths and
+``file:`` URIs use the local filesystem; ``s3://`` (also ``s3a``/``s3n``) an ``S3FileSystem``
+configured from the FileIO properties; anything else (``gs://``, ``hdfs://`` ...) goes through
+``pyarrow.fs.FileSystem.from_uri``. One filesystem is cached per (scheme, authority).
+Locations keep their spelling: a file listed under ``file:///x`` is returned as
+``file:///x/...``.
+
+>>> import tempfile
+>>> io = ArrowFileIO()
+>>> root = tempfile.mkdtemp()
+>>> io.new_output(f"file://{root}/a/b.txt").write(b"hello")
+>>> io.new_input(f"file://{root}/a/b.txt").read(), io.exists(f"{root}/a/b.txt")
+(b'hello', True)
+>>> [i.size for i in io.list_prefix(f"file://{root}")]
+[5]
+>>> io.new_output(f"{root}/a/b.txt").write_exclusive(b"again")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+icepark.errors.AlreadyExists: Cannot create .../a/b.txt: it already exists
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+
+from icepark.errors import AlreadyExists, IcebergError, UnsupportedFeature
+
+
+class FileNotFound(IcebergError, FileNotFoundError):  # noqa: N818 - reads as a noun
+    """A file that must exist (to read, or to measure) does not; the message names it."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(f"File does not exist: {location}")
+        self.location = location
+
+    def __reduce__(self) -> tuple[type[FileNotFound], tuple[str]]:
+        return FileNotFound, (self.location,)
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One listed file: its location (in the listing prefix's spelling), size and mtime."""
+
+    location: str
+    size: int
+    modified_ms: int | None = None
+
+
+class InputFile(Protocol):
+    """A file to read."""
+
+    @property
+    def location(self) -> str: ...
+
+    def length(self) -> int:
+        """The file's size in bytes; :class:`FileNotFound` if it does not exist."""
+        ...
+
+    def exists(self) -> bool: ...
+
+    def open(self) -> Any:
+        """A seekable pyarrow ``NativeFile``; :class:`FileNotFound` if it does not exist."""
+        ...
+
+    def read(self) -> bytes:
+        """The whole file; :class:`FileNotFound` if it does not exist."""
+        ...
+
+
+class OutputFile(Protocol):
+    """A file to write once."""
+
+    @property
+    def location(self) -> str: ...
+
+    def create(self, overwrite: bool = False) -> Any:
+        """A writable pyarrow ``NativeFile``; ``AlreadyExists`` if the file exists and
+        ``overwrite`` is false."""
+        ...
+
+    def write(self, data: bytes, overwrite: bool = False) -> None: ...
+
+    def write_exclusive(self, data: bytes) -> None:
+        """Publish the whole file so that exactly one of several concurrent writers wins;
+        the others get ``AlreadyExists``."""
+        ...
+
+
+class FileIO(Protocol):
+    """What icepark needs from a file system (see the module docstring)."""
+
+    def new_input(self, location: str) -> InputFile: ...
+
+    def new_output(self, location: str) -> OutputFile: ...
+
+    def exists(self, location: str) -> bool: ...
+
+    def delete(self, location: str) -> None: ...
+
+    def list_prefix(self, prefix: str) -> Iterator[FileInfo]: ...
+
+
+# FileIO property -> S3FileSystem keyword. The values are never logged or shown in a repr.
+_S3_OPTIONS = {
+    "s3.access-key-id": "access_key",
+    "s3.secret-access-key": "secret_key",
+    "s3.session-token": "session_token",
+    "s3.region": "region",
+    "s3.endpoint": "endpoint_override",
+    "s3.proxy-uri": "proxy_options",
+    "s3.role-arn": "role_arn",
+    "s3.role-session-name": "session_name",
+}
+_S3_FLOAT_OPTIONS = {"s3.connect-timeout": "connect_timeout",
+                     "s3.request-timeout": "request_timeout"}
+_S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+
+
+def s3_options(properties: Mapping[str, str]) -> dict[str, Any]:
+    """``S3FileSystem`` keyword arguments from FileIO properties.
+
+    An ``s3.endpoint`` with an ``http://`` or ``https://`` prefix also sets the scheme.
+
+    >>> s3_options({"s3.endpoint": "http://localhost:9000", "s3.region": "eu-west-1"})
+    {'region': 'eu-west-1', 'endpoint_override': 'localhost:9000', 'scheme': 'http'}
+    """
+    options: dict[str, Any] = {}
+    for prop, keyword in _S3_OPTIONS.items():
+        if properties.get(prop):
+            options[keyword] = properties[prop]
+    for prop, keyword in _S3_FLOAT_OPTIONS.items():
+        if properties.get(prop):
+            options[keyword] = float(properties[prop])
+    endpoint = options.get("endpoint_override")
+    if endpoint:
+        for scheme in ("http", "https"):
+            if endpoint.startswith(f"{scheme}://"):
+                options["endpoint_override"] = endpoint.removeprefix(f"{scheme}://")
+                options["scheme"] = scheme
+    if properties.get("s3.force-virtual-addressing", "").lower() == "true":
+        options["force_virtual_addressing"] = True
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    fs: Any
+    path: str  # the filesystem's path of the location
+    local: bool
+
+
+class ArrowFileIO:
+    """:class:`FileIO` on ``pyarrow.fs``; picklable (the filesystem cache is rebuilt).
+
+    ``properties`` configure object stores (``s3.endpoint``, ``s3.access-key-id``,
+    ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ...); they are kept out of
+    ``repr`` and error messages.
+    """
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self._properties = dict(properties or {})
+        self._lock = threading.Lock()
+        # (scheme, netloc) -> (filesystem, whether its paths start with the netloc)
+        self._filesystems: dict[tuple[str, str], tuple[Any, bool]] = {}
+
+    def __repr__(self) -> str:
+        return f"ArrowFileIO(<{len(self._properties)} properties>)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"properties": self._properties}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._properties = dict(state["properties"])
+        self._lock = threading.Lock()
+        self._filesystems = {}
+
+    def new_input(self, location: str) -> ArrowInputFile:
+        return ArrowInputFile(location, self._resolve(location))
+
+    def new_output(self, location: str) -> ArrowOutputFile:
+        return ArrowOutputFile(location, self._resolve(location))
+
+    def exists(self, location: str) -> bool:
+        r = self._resolve(location)
+        return bool(r.fs.get_file_info(r.path).type != pafs.FileType.NotFound)
+
+    def delete(self, location: str) -> None:
+        """Delete a file. Deleting a missing file does nothing, as on object stores."""
+        r = self._resolve(location)
+        with contextlib.suppress(FileNotFoundError):
+            r.fs.delete_file(r.path)
+
+    def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
+        """Every file below the directory ``prefix``, recursively, sorted by location.
+
+        A missing directory lists nothing. Locations are ``prefix`` plus the relative path.
+        """
+        r = self._resolve(prefix)
+        base = r.path.rstrip("/")
+        head = prefix.rstrip("/")
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        infos = [i for i in r.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        for info in sorted(infos, key=lambda i: str(i.path)):
+            relative = str(info.path)[len(base):]
+            mtime = info.mtime_ns
+            yield FileInfo(head + relative, int(info.size),
+                           None if mtime is None else int(mtime) // 1_000_000)
+
+    def _resolve(self, location: str) -> _Resolved:
+        parts = urlsplit(location)
+        scheme = parts.scheme.lower()
+        if len(scheme) <= 1:  # a plain path (or a Windows drive letter)
+            return _Resolved(_LOCAL, os.path.abspath(location), True)
+        if scheme == "file":
+            return _Resolved(_LOCAL, os.path.abspath(parts.path or "/"), True)
+        key = (scheme, parts.netloc)
+        with self._lock:
+            cached = self._filesystems.get(key)
+            if cached is None:
+                cached = self._filesystems[key] = self._new_filesystem(location, scheme,
+                                                                       parts.netloc)
+        fs, with_netloc = cached
+        path = parts.path
+        if with_netloc:
+            path = f"{parts.netloc}{path}"
+        return _Resolved(fs, path, False)
+
+    def _new_filesystem(self, location: str, scheme: str, netloc: str) -> tuple[Any, bool]:
+        if scheme in _S3_SCHEMES:
+            return pafs.S3FileSystem(**s3_options(self._properties)), True
+        try:
+            fs, path = pafs.FileSystem.from_uri(location)
+        except Exception as e:  # pyarrow raises ArrowInvalid for unknown schemes
+            raise UnsupportedFeature(
+                f"No file system for scheme {scheme!r} of {location}: {e}") from e
+        return fs, bool(netloc) and str(path).startswith(netloc)
+
+
+_LOCAL = pafs.LocalFileSystem()
+
+
+@dataclass(frozen=True, slots=True)
+class ArrowInputFile:
+    """:class:`InputFile` of :class:`ArrowFileIO`."""
+
+    location: str
+    _r: _Resolved
+
+    def length(self) -> int:
+        info = self._r.fs.get_file_info(self._r.path)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFound(self.location)
+        return int(info.size)
+
+    def exists(self) -> bool:
+        return bool(self._r.fs.get_file_info(self._r.path).type != pafs.FileType.NotFound)
+
+    def open(self) -> Any:
+        try:
+            return self._r.fs.open_input_file(self._r.path)
+        except FileNotFoundError:
+            raise FileNotFound(self.location) from None
+        except OSError:
+            if not self.exists():
+                raise FileNotFound(self.location) from None
+            raise
+
+    def read(self) -> bytes:
+        with self.open() as f:
+            return bytes(f.read())
+
+
+@dataclass(frozen=True, slots=True)
+class ArrowOutputFile:
+    """:class:`OutputFile` of :class:`ArrowFileIO`.
+
+    Local files get their parent directories created. On object stores, the existence check of
+    ``create``/``write_exclusive`` and the write are two requests: two writers racing between
+    them can both succeed (the last one wins). Commits that need a real compare-and-swap on an
+    object store must use a catalog, not ``write_exclusive``.
+    """
+
+    location: str
+    _r: _Resolved
+
+    def _already_exists(self) -> AlreadyExists:
+        return AlreadyExists(f"Cannot create {self.location}: it already exists")
+
+    def create(self, overwrite: bool = False) -> Any:
+        fs, path = self._r.fs, self._r.path
+        if self._r.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not overwrite:  # claim the name atomically, then write through pyarrow
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                except FileExistsError:
+                    raise self._already_exists() from None
+        elif not overwrite and fs.get_file_info(path).type != pafs.FileType.NotFound:
+            raise self._already_exists()
+        return fs.open_output_stream(path)
+
+    def write(self, data: bytes, overwrite: bool = False) -> None:
+        with self.create(overwrite) as out:
+            out.write(data)
+
+    def write_exclusive(self, data: bytes) -> None:
+        """Publish ``data`` so that exactly one concurrent writer of this location wins.
+
+        Local files: write a temporary file in the same directory, fsync it, then ``os.link``
+        it to the target (which fails if the target exists; unlike ``rename`` it never
+        replaces), then remove the temporary name. Readers never see a partial file. On file
+        systems without hard links, fall back to ``O_CREAT | O_EXCL``. Object stores: see the
+        class docstring's caveat.
+        """
+        if not self._r.local:
+            self.write(data, overwrite=False)
+            return
+        path = self._r.path
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                   dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise self._already_exists() from None
+            except OSError as e:
+                if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                    raise
+                self._write_excl(path, data)
+            _fsync_dir(directory)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _write_excl(self, path: str, data: bytes) -> None:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise self._already_exists() from None
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make the new directory entry durable (best effort: not every OS can open a dir)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,155 @@
+"""Writing and reading manifest lists: the vectors, v1/v2 round trips, sequence numbers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from icepark.errors import CorruptFile, ValidationError
+from icepark.io.fileio import ArrowFileIO, FileNotFound
+from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER
+from icepark.io.manifest_list import (
+    assign_sequence_numbers,
+    read_manifest_list,
+    write_manifest_list,
+)
+from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
+
+VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "avro"
+
+
+@pytest.mark.parametrize(("name", "path", "length", "snapshot_id"), [
+    ("manifest-list-v2-1.avro",
+     "iceberg-warehouse/people/metadata/794bd2ee-052c-449c-9a6f-3a88857c747f-m0.avro",
+     6658, 6653143792592159268),
+    ("manifest-list-v2-2.avro",
+     "iceberg-warehouse_2/people/metadata/80064d99-bd75-4cf3-9b27-13a60f189039-m0.avro",
+     6660, 3083072880052097243),
+])
+def test_reads_the_vectors_with_every_field(file_io: ArrowFileIO, name: str, path: str,
+                                            length: int, snapshot_id: int) -> None:
+    """v2-1 names the counts ``added_data_files_count`` ...: fields are matched by ID."""
+    assert read_manifest_list(file_io, str(VECTORS / name)) == [ManifestFile(
+        manifest_path=path, manifest_length=length, partition_spec_id=0,
+        added_snapshot_id=snapshot_id, content=ManifestContent.DATA, sequence_number=1,
+        min_sequence_number=1, added_files_count=1, existing_files_count=0,
+        deleted_files_count=0, added_rows_count=1, existing_rows_count=0, deleted_rows_count=0,
+        partitions=(), key_metadata=None)]
+
+
+def manifest(path: str, **kw: Any) -> ManifestFile:
+    args: dict[str, Any] = dict(
+        manifest_path=path, manifest_length=1234, partition_spec_id=1, added_snapshot_id=7,
+        content=ManifestContent.DATA, sequence_number=3, min_sequence_number=2,
+        added_files_count=4, existing_files_count=5, deleted_files_count=6,
+        added_rows_count=2**40, existing_rows_count=8, deleted_rows_count=9,
+        partitions=(FieldSummary(True, False, b"\x01\x00\x00\x00", b"\x09\x00\x00\x00"),
+                    FieldSummary(False, None, None, None)),
+        key_metadata=b"key")
+    args.update(kw)
+    return ManifestFile(**args)
+
+
+def raw(path: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    with open(path.removeprefix("file://"), "rb") as f:
+        reader = fastavro.reader(f)
+        return dict(reader.metadata), [r for r in reader if isinstance(r, dict)]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_v2_round_trip_assigns_sequence_numbers(file_io: ArrowFileIO, location: str,
+                                                version: Any) -> None:
+    old = manifest("s3://t/metadata/old.avro")
+    new = manifest("s3://t/metadata/new.avro", added_snapshot_id=UNASSIGNED_SEQUENCE_NUMBER,
+                   sequence_number=UNASSIGNED_SEQUENCE_NUMBER,
+                   min_sequence_number=UNASSIGNED_SEQUENCE_NUMBER)
+    deletes = manifest("s3://t/metadata/del.avro", content=ManifestContent.DELETES,
+                       added_snapshot_id=11, sequence_number=UNASSIGNED_SEQUENCE_NUMBER,
+                       partitions=None, key_metadata=None)
+    path = f"{location}/snap-11.avro"
+    write_manifest_list(file_io, path, version, 11, 7, 12, [old, new, deletes])
+    assert read_manifest_list(file_io, path) == [
+        old,
+        replace(new, added_snapshot_id=11, sequence_number=12, min_sequence_number=12),
+        replace(deletes, sequence_number=12)]
+    meta, records = raw(path)
+    assert (meta["snapshot-id"], meta["parent-snapshot-id"], meta["sequence-number"],
+            meta["format-version"]) == ("11", "7", "12", str(version))
+    assert records[0]["content"] == 0 and records[2]["content"] == 1
+
+
+def test_v1_round_trip_omits_sequence_numbers_and_content(file_io: ArrowFileIO,
+                                                          location: str) -> None:
+    m = manifest("s3://t/metadata/a.avro", sequence_number=0, min_sequence_number=0,
+                 added_files_count=None, deleted_rows_count=None)
+    path = f"{location}/snap-1.avro"
+    write_manifest_list(file_io, path, 1, 1, None, 0, [m])
+    assert read_manifest_list(file_io, path) == [m]
+    meta, records = raw(path)
+    assert meta["parent-snapshot-id"] == "null" and "sequence-number" not in meta
+    assert not {"content", "sequence_number", "min_sequence_number"} & set(records[0])
+    assert records[0]["added_files_count"] is None
+
+
+def test_reading_v1_lists_defaults_to_zero(file_io: ArrowFileIO, location: str) -> None:
+    """Appendix E: sequence numbers "must default to 0", content "to 0 (data)"; a null
+    ``added_snapshot_id`` (some v1 writers made it optional) is the list's snapshot."""
+    schema = {"type": "record", "name": "manifest_file", "fields": [
+        {"name": "manifest_path", "type": "string", "field-id": 500},
+        {"name": "manifest_length", "type": "long", "field-id": 501},
+        {"name": "partition_spec_id", "type": "int", "field-id": 502},
+        {"name": "added_snapshot_id", "type": ["null", "long"], "default": None,
+         "field-id": 503},
+        {"name": "added_data_files_count", "type": ["null", "int"], "default": None,
+         "field-id": 504}]}
+    path = location.removeprefix("file://") + "/v1.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [
+            {"manifest_path": "a", "manifest_length": 1, "partition_spec_id": 0,
+             "added_snapshot_id": None, "added_data_files_count": 3}],
+            metadata={"snapshot-id": "44", "format-version": "1"})
+    assert read_manifest_list(file_io, path) == [ManifestFile(
+        "a", 1, 0, 44, ManifestContent.DATA, 0, 0, added_files_count=3)]
+
+
+def test_sequence_number_rules() -> None:
+    """"the (optimistic) sequence number of the snapshot is written for all new manifest
+    files"; a manifest from another snapshot cannot be missing one."""
+    foreign = manifest("x", added_snapshot_id=3, sequence_number=UNASSIGNED_SEQUENCE_NUMBER)
+    with pytest.raises(ValidationError, match="added by snapshot 3, not by snapshot 4"):
+        assign_sequence_numbers([foreign], 4, 9)
+    kept = manifest("y")
+    assert assign_sequence_numbers([kept], 4, 9)[0] is kept
+
+
+def test_invalid_lists_are_rejected(file_io: ArrowFileIO, location: str) -> None:
+    with pytest.raises(ValidationError, match="delete manifests in a v1 manifest list"):
+        write_manifest_list(file_io, f"{location}/a.avro", 1, 1, None, 0,
+                            [manifest("d", content=ManifestContent.DELETES)])
+    with pytest.raises(ValidationError, match="no added_files_count"):
+        write_manifest_list(file_io, f"{location}/b.avro", 2, 1, None, 1,
+                            [manifest("c", added_files_count=None)])
+
+
+def test_missing_and_corrupt_lists(file_io: ArrowFileIO, location: str) -> None:
+    with pytest.raises(FileNotFound, match=r"nope\.avro"):
+        read_manifest_list(file_io, f"{location}/nope.avro")
+    path = f"{location}/good.avro"
+    write_manifest_list(file_io, path, 2, 1, None, 1, [manifest(f"m{i}") for i in range(50)])
+    data = Path(path.removeprefix("file://")).read_bytes()
+    for name, payload in {"truncated": data[:-30], "garbage": b"Obj\x01\xff\xff\xff",
+                          "json": b'{"format-version": 2}'}.items():
+        bad = f"{location}/{name}.avro"
+        file_io.new_output(bad).write(payload)
+        with pytest.raises(CorruptFile, match=name):
+            read_manifest_list(file_io, bad)
+    not_a_list = location.removeprefix("file://") + "/entries.avro"
+    with open(not_a_list, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [
+            {"name": "x", "type": "int", "field-id": 1}]}, [{"x": 1}])
+    with pytest.raises(CorruptFile, match="not a manifest list"):
+        read_manifest_list(file_io, not_a_list)
