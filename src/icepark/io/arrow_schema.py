@@ -1,0 +1,425 @@
+"""Iceberg schemas as Arrow schemas whose every field carries its Iceberg field ID, and back.
+
+Spec, Appendix A, *Parquet*: "Values should be stored in Parquet using the types and logical
+type annotations in the table below. Column IDs are required." pyarrow's Parquet writer turns
+the field metadata ``PARQUET:field_id`` into the Parquet ``field_id`` of each column, so every
+Arrow field made here -- struct fields, list elements, map keys and values -- carries it.
+
+Type choices (Appendix A lists Parquet types; the Arrow types are ours):
+
+* ``string`` is ``pa.string()`` and ``binary`` is ``pa.binary()`` (32-bit offsets): the Arrow
+  types Spark sends by default, so its batches need no copy; the Parquet column is the same
+  ``binary``/``UTF8`` either way, and row groups are written from chunked tables, so one chunk
+  never has to hold more than a batch.
+* ``uuid`` is Arrow's canonical ``arrow.uuid`` extension type (``pa.uuid()``, pyarrow >= 18),
+  which pyarrow writes as ``fixed_len_byte_array[16]`` with the Parquet logical type ``UUID`` as
+  the table requires; older pyarrow falls back to ``fixed_size_binary(16)`` (no logical type).
+* ``time`` is ``time64[us]`` (pyarrow writes ``TIME_MICROS`` with ``adjustToUtc=false``),
+  ``timestamp`` is ``timestamp[us]`` and ``timestamptz`` is ``timestamp[us, tz=UTC]``.
+* ``decimal(P,S)`` is ``decimal128(P, S)``; the writer stores it as int32/int64/fixed by
+  precision ("``P <= 9``: ``int32``, ``P <= 18``: ``int64``, ``fixed`` otherwise").
+* Lists are ``list<element>``, maps ``map<key, value>``: the 3-level Parquet representations
+  ("Lists must use the 3-level representation").
+
+:func:`conform_batch` fits incoming Arrow data to such a schema, by name, before it is written.
+
+>>> from icepark.spec.schema import Schema
+>>> from icepark.spec.types import LONG, STRING, ListType, NestedField
+>>> s = Schema.of(NestedField.required(1, "id", LONG),
+...               NestedField.optional(2, "tags", ListType(3, STRING, element_required=False)))
+>>> arrow = to_arrow_schema(s)
+>>> arrow.field("tags").type.value_field.metadata
+{b'PARQUET:field_id': b'3'}
+>>> from_arrow_schema(arrow) == s
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.spec.schema import Schema, SchemaVisitor, visit
+from icepark.spec.types import (
+    BINARY,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TypeId,
+)
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+"""The Arrow field metadata key pyarrow maps to and from the Parquet column ``field_id``."""
+
+_TIMESTAMP_UNITS = frozenset({"s", "ms", "us"})
+
+
+def uuid_arrow_type() -> Any:
+    """The Arrow type of ``uuid``: ``arrow.uuid`` if this pyarrow has it (Parquet ``UUID``)."""
+    make = getattr(pa, "uuid", None)
+    return make() if make is not None else pa.binary(16)
+
+
+_PRIMITIVES: dict[TypeId, Any] = {
+    TypeId.BOOLEAN: pa.bool_(),
+    TypeId.INT: pa.int32(),
+    TypeId.LONG: pa.int64(),
+    TypeId.FLOAT: pa.float32(),
+    TypeId.DOUBLE: pa.float64(),
+    TypeId.DATE: pa.date32(),
+    TypeId.TIME: pa.time64("us"),
+    TypeId.TIMESTAMP: pa.timestamp("us"),
+    TypeId.TIMESTAMPTZ: pa.timestamp("us", tz="UTC"),
+    TypeId.STRING: pa.string(),
+    TypeId.UUID: uuid_arrow_type(),
+    TypeId.BINARY: pa.binary(),
+}
+
+
+def field_metadata(field_id: int) -> dict[bytes, bytes]:
+    """The Arrow field metadata carrying an Iceberg field ID."""
+    return {FIELD_ID_KEY: str(field_id).encode()}
+
+
+def to_arrow_field(f: NestedField) -> Any:
+    """The Arrow field of an Iceberg field: name, type, nullability ("optional") and ID."""
+    return pa.field(f.name, to_arrow_type(f.field_type), nullable=f.is_optional,
+                    metadata=field_metadata(f.field_id))
+
+
+class _ToArrow(SchemaVisitor[Any]):
+    def struct(self, struct: StructType, field_results: list[Any]) -> Any:
+        return pa.struct(field_results)
+
+    def field(self, f: NestedField, field_result: Any) -> Any:
+        return pa.field(f.name, field_result, nullable=f.is_optional,
+                        metadata=field_metadata(f.field_id))
+
+    def list(self, list_type: ListType, element_result: Any) -> Any:
+        return pa.list_(self.field(list_type.element_field, element_result))
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return pa.map_(self.field(map_type.key_field, key_result),
+                       self.field(map_type.value_field, value_result))
+
+    def primitive(self, primitive: PrimitiveType) -> Any:
+        match primitive.type_id:
+            case TypeId.DECIMAL:
+                return pa.decimal128(primitive.precision, primitive.scale)
+            case TypeId.FIXED:
+                return pa.binary(primitive.length)
+            case tid:
+                return _PRIMITIVES[tid]
+
+
+def to_arrow_type(t: IcebergType) -> Any:
+    """The Arrow type of an Iceberg type; nested fields carry their field IDs.
+
+    >>> from icepark.spec.types import PrimitiveType
+    >>> to_arrow_type(PrimitiveType.decimal(9, 2))
+    Decimal128Type(decimal128(9, 2))
+    >>> to_arrow_type(TIMESTAMPTZ)
+    TimestampType(timestamp[us, tz=UTC])
+    """
+    return visit(t, _ToArrow())
+
+
+def to_arrow_schema(schema: Schema) -> Any:
+    """The Arrow schema of an Iceberg schema, ``PARQUET:field_id`` on every field at every level.
+
+    >>> from icepark.spec.types import INT, STRING, MapType, NestedField
+    >>> s = Schema.of(NestedField.optional(1, "m", MapType(2, STRING, 3, INT, False)))
+    >>> print(to_arrow_schema(s).field("m").type)
+    map<string, int32>
+    """
+    return pa.schema([to_arrow_field(f) for f in schema.fields])
+
+
+def from_arrow_schema(arrow_schema: Any, schema_id: int = 0) -> Schema:
+    """The Iceberg schema of an Arrow schema whose every field carries ``PARQUET:field_id``.
+
+    Arrow types without an Iceberg counterpart and fields without an ID raise
+    :class:`ValidationError` naming the field; unsigned integers wider than 16 bits, half
+    floats and nanosecond timestamps (``timestamp_ns`` is a v3 type) are not accepted.
+
+    >>> import pyarrow as pa
+    >>> from_arrow_schema(pa.schema([pa.field("id", pa.int64(), nullable=False)]))
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Arrow field 'id' has no field ID (metadata PARQUET:field_id); \
+Iceberg needs an ID on every field
+    """
+    return Schema(tuple(_from_arrow_field(f, f.name) for f in arrow_schema), schema_id)
+
+
+def _field_id(f: Any, path: str) -> int:
+    raw = (f.metadata or {}).get(FIELD_ID_KEY)
+    if raw is None:
+        raise ValidationError(f"Arrow field {path!r} has no field ID (metadata "
+                              "PARQUET:field_id); Iceberg needs an ID on every field")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"Arrow field {path!r} has an invalid field ID {raw!r}") from None
+
+
+def _from_arrow_field(f: Any, path: str) -> NestedField:
+    return NestedField(_field_id(f, path), f.name, _from_arrow_type(f.type, path), not f.nullable)
+
+
+def _from_arrow_type(t: Any, path: str) -> IcebergType:
+    types = pa.types
+    if types.is_dictionary(t):
+        return _from_arrow_type(t.value_type, path)
+    if types.is_struct(t):
+        return StructType(tuple(_from_arrow_field(t.field(i), f"{path}.{t.field(i).name}")
+                                for i in range(t.num_fields)))
+    if types.is_map(t):
+        key, value = t.key_field, t.item_field
+        return MapType(_field_id(key, f"{path}.key"), _from_arrow_type(key.type, f"{path}.key"),
+                       _field_id(value, f"{path}.value"),
+                       _from_arrow_type(value.type, f"{path}.value"), not value.nullable)
+    if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t):
+        element = t.value_field
+        return ListType(_field_id(element, f"{path}.element"),
+                        _from_arrow_type(element.type, f"{path}.element"), not element.nullable)
+    return _from_arrow_primitive(t, path)
+
+
+def _from_arrow_primitive(t: Any, path: str) -> PrimitiveType:
+    types = pa.types
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name == "arrow.uuid":
+            return UUID
+        return _from_arrow_primitive(t.storage_type, path)
+    checks: tuple[tuple[Any, PrimitiveType], ...] = (
+        (types.is_boolean, BOOLEAN),
+        (lambda x: types.is_int32(x) or types.is_int16(x) or types.is_int8(x)
+         or types.is_uint8(x) or types.is_uint16(x), INT),
+        (types.is_int64, LONG),
+        (types.is_float32, FLOAT),
+        (types.is_float64, DOUBLE),
+        (lambda x: types.is_date32(x) or types.is_date64(x), DATE),
+        (types.is_time, TIME),
+        (lambda x: types.is_string(x) or types.is_large_string(x)
+         or types.is_string_view(x), STRING),
+        (lambda x: types.is_binary(x) or types.is_large_binary(x)
+         or types.is_binary_view(x), BINARY),
+    )
+    for check, iceberg in checks:
+        if check(t):
+            return iceberg
+    if types.is_timestamp(t):
+        if t.unit not in _TIMESTAMP_UNITS:
+            raise UnsupportedFeature(f"Arrow field {path!r} is {t}: nanosecond timestamps "
+                                     "(Iceberg v3 timestamp_ns) are not supported")
+        return TIMESTAMP if t.tz is None else TIMESTAMPTZ
+    if types.is_decimal(t):
+        return PrimitiveType.decimal(t.precision, t.scale)
+    if types.is_fixed_size_binary(t):
+        return PrimitiveType.fixed(t.byte_width)
+    raise ValidationError(f"Arrow field {path!r} has type {t}, which has no Iceberg type")
+
+
+def conform_batch(batch: Any, schema: Schema, arrow_schema: Any | None = None) -> Any:
+    """``batch`` matched to ``schema`` by field name and cast to its Arrow types.
+
+    Columns and struct fields are matched by name at every level; a missing optional field
+    is filled with nulls; a missing required field, a field the schema does not have, a null
+    in a required field, a value that does not fit (e.g. an int64 beyond int32) or a type of
+    another kind (e.g. strings for an int column) raises :class:`ValidationError` naming the
+    column. Casts stay within a kind: integers to int/long, floats to float/double, decimals
+    to decimal, any timestamp unit to microseconds (losing no digits), zoned timestamps to
+    ``timestamptz`` only and zone-less ones to ``timestamp`` only, and binary of any
+    width/offset size to binary, fixed or uuid.
+
+    >>> import pyarrow as pa
+    >>> from icepark.spec.types import INT, NestedField
+    >>> s = Schema.of(NestedField.required(1, "n", INT))
+    >>> conform_batch(pa.record_batch({"n": [1, 2]}), s).schema.field("n").type
+    DataType(int32)
+    >>> conform_batch(pa.record_batch({"n": [1, None]}), s)
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Column 'n' is required but has 1 null value(s)
+    """
+    target = arrow_schema if arrow_schema is not None else to_arrow_schema(schema)
+    names = batch.schema.names
+    if len(set(names)) != len(names):
+        raise ValidationError(f"Batch has duplicate column names: {names}")
+    _reject_extra(set(names), schema.fields, "")
+    columns = [_conform(batch.column(f.name) if f.name in names else None, f,
+                        target.field(i).type, f.name, batch.num_rows)
+               for i, f in enumerate(schema.fields)]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def _reject_extra(names: set[str], fields: tuple[NestedField, ...], prefix: str) -> None:
+    extra = names - {f.name for f in fields}
+    if extra:
+        shown = ", ".join(repr(prefix + n) for n in sorted(extra))
+        raise ValidationError(f"Column(s) {shown} are not in the table schema")
+
+
+def _conform(arr: Any, f: NestedField, target: Any, path: str, length: int) -> Any:
+    if arr is None or pa.types.is_null(arr.type):
+        if f.is_required and length:
+            raise ValidationError(f"Column {path!r} is required but missing from the batch")
+        return pa.nulls(length, target)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    t = f.field_type
+    match t:
+        case StructType():
+            result = _conform_struct(arr, t, target, path)
+        case ListType():
+            result = _conform_list(arr, t, target, path)
+        case MapType():
+            result = _conform_map(arr, t, target, path)
+        case PrimitiveType():
+            result = _conform_primitive(arr, t, target, path)
+    if f.is_required and result.null_count:
+        raise ValidationError(f"Column {path!r} is required but has {result.null_count} "
+                              "null value(s)")
+    return result
+
+
+def _conform_struct(arr: Any, t: StructType, target: Any, path: str) -> Any:
+    if not pa.types.is_struct(arr.type):
+        raise ValidationError(f"Column {path!r} must be a struct, not {arr.type}")
+    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+    _reject_extra(set(names), t.fields, f"{path}.")
+    parent_nulls = arr.is_null() if arr.null_count else None
+    flat = arr.flatten()  # children with the struct's own nulls merged in
+    children = []
+    for i, child in enumerate(t.fields):
+        source = flat[names.index(child.name)] if child.name in names else None
+        conformed = _conform(source, replace(child, is_required=False) if parent_nulls is not None
+                             else child, target.field(i).type, f"{path}.{child.name}", len(arr))
+        if child.is_required and parent_nulls is not None:
+            orphans = pc.sum(pc.and_(conformed.is_null(), pc.invert(parent_nulls))).as_py()
+            if orphans:
+                raise ValidationError(f"Column '{path}.{child.name}' is required but has "
+                                      f"{orphans} null value(s)")
+            conformed = _without_validity(conformed)
+        children.append(conformed)
+    fields = [target.field(i) for i in range(target.num_fields)]
+    return pa.StructArray.from_arrays(children, fields=fields, mask=parent_nulls)
+
+
+def _without_validity(arr: Any) -> Any:
+    """``arr`` with no null slots of its own, for a required field under a null parent.
+
+    Arrow's Parquet writer rejects nulls in a non-nullable field even where the parent struct
+    is null; those slots are never read, so their validity bits are simply dropped.
+    """
+    if arr.null_count == 0:
+        return arr
+    t = arr.type
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _without_validity(arr.storage))
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([arr.field(i) for i in range(t.num_fields)],
+                                          fields=list(t))
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, arr.items, type=t)
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(arr.offsets, arr.values, type=t)
+    return pa.Array.from_buffers(t, len(arr), [None, *arr.buffers()[1:]], null_count=0,
+                                 offset=arr.offset)
+
+
+def _offsets(arr: Any) -> Any:
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int64())
+    return pa.concat_arrays([pa.array([0], pa.int64()),
+                             pc.cumulative_sum(lengths)]).cast(pa.int32())
+
+
+def _conform_list(arr: Any, t: ListType, target: Any, path: str) -> Any:
+    types = pa.types
+    if not (types.is_list(arr.type) or types.is_large_list(arr.type)
+            or types.is_fixed_size_list(arr.type) or types.is_list_view(arr.type)):
+        raise ValidationError(f"Column {path!r} must be a list, not {arr.type}")
+    values = arr.flatten()
+    element = _conform(values, t.element_field, target.value_type, f"{path}.element",
+                       len(values))
+    if element is values and types.is_list(arr.type) and arr.type == target:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    return pa.ListArray.from_arrays(_offsets(arr), element, type=target, mask=mask)
+
+
+def _conform_map(arr: Any, t: MapType, target: Any, path: str) -> Any:
+    if not pa.types.is_map(arr.type):
+        raise ValidationError(f"Column {path!r} must be a map, not {arr.type}")
+    entries_type = pa.struct([arr.type.key_field, arr.type.item_field])
+    as_list = arr.view(pa.list_(pa.field("entries", entries_type, nullable=False)))
+    entries = as_list.flatten()
+    keys, items = entries.field(0), entries.field(1)
+    key = _conform(keys, t.key_field, target.key_type, f"{path}.key", len(keys))
+    value = _conform(items, t.value_field, target.item_type, f"{path}.value", len(items))
+    if key is keys and value is items and arr.type == target:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    return pa.MapArray.from_arrays(_offsets(as_list), key, value, type=target, mask=mask)
+
+
+def _same_kind(t: PrimitiveType, source: Any) -> bool:
+    types = pa.types
+    if isinstance(source, pa.BaseExtensionType):
+        return t.type_id is TypeId.UUID and source.extension_name == "arrow.uuid"
+    match t.type_id:
+        case TypeId.BOOLEAN:
+            return bool(types.is_boolean(source))
+        case TypeId.INT | TypeId.LONG:
+            return bool(types.is_integer(source))
+        case TypeId.FLOAT | TypeId.DOUBLE:
+            return bool(types.is_floating(source))
+        case TypeId.DECIMAL:
+            return bool(types.is_decimal(source))
+        case TypeId.DATE:
+            return bool(types.is_date(source))
+        case TypeId.TIME:
+            return bool(types.is_time(source))
+        case TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ:
+            zoned = t.type_id is TypeId.TIMESTAMPTZ
+            return bool(types.is_timestamp(source)) and (source.tz is not None) == zoned
+        case TypeId.STRING:
+            return bool(types.is_string(source) or types.is_large_string(source)
+                        or types.is_string_view(source))
+        case TypeId.UUID | TypeId.FIXED:
+            return bool(types.is_fixed_size_binary(source))
+        case _:  # binary
+            return bool(types.is_binary(source) or types.is_large_binary(source)
+                        or types.is_binary_view(source) or types.is_fixed_size_binary(source))
+
+
+def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> Any:
+    if arr.type == target:
+        return arr
+    if not _same_kind(t, arr.type):
+        raise ValidationError(f"Column {path!r} has Arrow type {arr.type}, which cannot be "
+                              f"written as Iceberg {t}")
+    try:
+        return arr.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ValidationError(f"Column {path!r}: cannot write {arr.type} values as Iceberg "
+                              f"{t}: {e}") from None
