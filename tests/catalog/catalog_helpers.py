@@ -1,0 +1,135 @@
+"""Shared pieces of the catalog tests: catalogs, a schema, and small changes to commit."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from icepark.catalog import FilesystemCatalog, SqlCatalog
+from icepark.catalog.base import BaseCatalog
+from icepark.io.fileio import FileIO
+from icepark.io.manifest import ManifestWriter
+from icepark.io.manifest_list import write_manifest_list
+from icepark.spec.manifest import DataFile, FileFormat
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
+from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
+from icepark.table import updates as u
+from icepark.table.metadata_builder import now_ms
+
+KINDS = ("sql", "filesystem")
+
+SCHEMA = Schema.of(
+    NestedField.required(1, "id", LONG),
+    NestedField.optional(2, "name", STRING),
+    NestedField.optional(3, "ts", TIMESTAMP),
+)
+
+FAST_RETRY = {
+    "commit.retry.num-retries": "200",
+    "commit.retry.min-wait-ms": "2",
+    "commit.retry.max-wait-ms": "40",
+}
+
+
+def make_catalog(kind: str, warehouse: Path, name: str = "test") -> BaseCatalog:
+    props = {"warehouse": str(warehouse)}
+    if kind == "sql":
+        return SqlCatalog(name, props)
+    return FilesystemCatalog(name, props)
+
+
+def close(catalog: BaseCatalog) -> None:
+    if isinstance(catalog, SqlCatalog):
+        catalog.close()
+
+
+def metadata_dir(location: str) -> Path:
+    return Path(location.removeprefix("file://")) / "metadata"
+
+
+def metadata_files(location: str) -> list[str]:
+    """The visible ``*.metadata.json`` files of a table, sorted."""
+    folder = metadata_dir(location)
+    if not folder.is_dir():
+        return []
+    return sorted(str(p) for p in folder.iterdir() if p.name.endswith(".metadata.json"))
+
+
+def all_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+@dataclass
+class SetProperty:
+    """A change that sets one property (no requirement: always applies)."""
+
+    key: str
+    value: str = "1"
+
+    def changes(self, base: TableMetadata) -> tuple[list[u.TableRequirement],
+                                                    list[u.TableUpdate]]:
+        return [], [u.SetProperties({self.key: self.value})]
+
+    def clean_up(self, committed: bool) -> None:
+        pass
+
+
+@dataclass
+class FakeAppend:
+    """A snapshot with a made-up manifest list on top of ``main``, tagged ``key`` in its
+    summary and in a table property; requires ``main`` unchanged since ``base``."""
+
+    key: str
+    attempts: list[int] = field(default_factory=list)
+
+    def changes(self, base: TableMetadata) -> tuple[list[u.TableRequirement],
+                                                    list[u.TableUpdate]]:
+        parent = base.current_snapshot_id
+        snapshot_id = random.getrandbits(62) + 1
+        self.attempts.append(snapshot_id)
+        snapshot = Snapshot(snapshot_id, parent, base.last_sequence_number + 1, now_ms(),
+                            f"{base.location}/metadata/snap-{snapshot_id}.avro",
+                            Summary(Operation.APPEND, {"commit-key": self.key}),
+                            base.current_schema_id)
+        return ([u.AssertRefSnapshotId("main", parent)],
+                [u.AddSnapshot(snapshot), u.SetSnapshotRef("main", SnapshotRef.branch(snapshot_id)),
+                 u.SetProperties({self.key: str(os.getpid())})])
+
+    def clean_up(self, committed: bool) -> None:
+        pass
+
+
+@dataclass
+class RealAppend:
+    """Append files that exist: a real manifest and manifest list in the metadata folder."""
+
+    file_io: FileIO
+    data_paths: Sequence[str]
+
+    def changes(self, base: TableMetadata) -> tuple[list[u.TableRequirement],
+                                                    list[u.TableUpdate]]:
+        parent = base.current_snapshot_id
+        snapshot_id = random.getrandbits(62) + 1
+        sequence_number = base.last_sequence_number + 1
+        folder = f"{base.location}/metadata"
+        with ManifestWriter(self.file_io, f"{folder}/m-{snapshot_id}.avro", base.spec(),
+                            base.schema(), 2, snapshot_id=snapshot_id) as writer:
+            partition = tuple(None for _ in base.spec().fields)
+            for path in self.data_paths:
+                writer.add_file(DataFile(path, FileFormat.PARQUET, partition, 1, 10))
+        manifest_list = f"{folder}/snap-{snapshot_id}.avro"
+        write_manifest_list(self.file_io, manifest_list, 2, snapshot_id, parent, sequence_number,
+                            [writer.to_manifest_file()])
+        snapshot = Snapshot(snapshot_id, parent, sequence_number, now_ms(), manifest_list,
+                            Summary(Operation.APPEND), base.current_schema_id)
+        return ([u.AssertRefSnapshotId("main", parent)],
+                [u.AddSnapshot(snapshot),
+                 u.SetSnapshotRef("main", SnapshotRef.branch(snapshot_id))])
+
+    def clean_up(self, committed: bool) -> None:
+        pass

@@ -1,0 +1,64 @@
+"""A child process of the crash and concurrency tests.
+
+``python catalog_worker.py commit <kind> <warehouse> <worker> <count> <barrier dir>`` waits
+for ``<barrier dir>/go``, commits ``count`` :class:`FakeAppend` changes to ``db.t`` and prints
+the acknowledged keys and the number of attempts as JSON;
+``python catalog_worker.py crash <kind> <warehouse>`` is killed with SIGKILL after writing its
+metadata file and before the swap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn
+
+from icepark.errors import CommitFailed
+from tests.catalog.catalog_helpers import FakeAppend, SetProperty, make_catalog
+
+
+def _die(*args: object, **kwargs: object) -> NoReturn:
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise SystemExit(1)  # not reached
+
+
+def main(argv: list[str]) -> int:
+    mode, kind, warehouse = argv[1:4]
+    catalog = make_catalog(kind, Path(warehouse))
+    table = catalog.load_table("db.t")
+    if mode == "crash":
+        if kind == "sql":  # the metadata file is written; the UPDATE never runs
+            setattr(catalog, "_swap_pointer", _die)  # noqa: B010 - patching the instance
+        else:  # the temporary file is written and fsynced; the link never happens
+            setattr(os, "link", _die)  # noqa: B010
+        table.commit(SetProperty("crashed"))
+        return 1
+    worker, count, barrier = argv[4], int(argv[5]), Path(argv[6])
+    (barrier / f"ready-{worker}").touch()
+    deadline = time.monotonic() + 120
+    while not (barrier / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    acknowledged: list[str] = []
+    attempts = 0
+    error = None
+    try:
+        for i in range(count):
+            key = f"w{worker}-{i}"
+            change = FakeAppend(key)
+            try:
+                table.commit(change)
+            finally:
+                attempts += len(change.attempts)
+            acknowledged.append(key)
+    except CommitFailed as e:
+        error = str(e)
+    print(json.dumps({"acknowledged": acknowledged, "attempts": attempts, "error": error}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
