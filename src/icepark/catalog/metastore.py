@@ -29,6 +29,8 @@ import logging
 import re
 import uuid
 from abc import abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping
 
 from icepark.catalog.base import (
     LOCATION,
@@ -46,6 +48,7 @@ from icepark.errors import (
     NoSuchTable,
     ValidationError,
 )
+from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
 from icepark.table.commit import CommitResult, Identifier
 
@@ -72,7 +75,35 @@ def new_metadata_location(table_location: str, version: int) -> str:
 
 
 class MetastoreCatalog(BaseCatalog):
-    """A catalog that stores a pointer per table; subclasses implement the pointer store."""
+    """A catalog that stores a pointer per table; subclasses implement the pointer store.
+
+    Metadata files named ``<V>-<uuid>.metadata.json`` are never rewritten, so the last few
+    parsed versions are kept by location: a commit that follows a load or a commit through
+    this catalog reads the pointer but does not parse the same file again.
+    """
+
+    _CACHED_VERSIONS = 16
+
+    def __init__(self, name: str, properties: Mapping[str, str] | None = None,
+                 file_io: FileIO | None = None) -> None:
+        super().__init__(name, properties, file_io)
+        self._metadata_cache: OrderedDict[str, TableMetadata] = OrderedDict()
+
+    def _cached_metadata(self, location: str) -> TableMetadata:
+        metadata = self._metadata_cache.get(location)
+        if metadata is None:
+            metadata = read_metadata(self.file_io, location)
+        self._remember(location, metadata)
+        return metadata
+
+    def _remember(self, location: str, metadata: TableMetadata) -> None:
+        if _VERSIONED.search(location) is None:
+            return  # only uuid-named files are known never to be replaced
+        cache = self._metadata_cache
+        cache[location] = metadata
+        cache.move_to_end(location)
+        while len(cache) > self._CACHED_VERSIONS:
+            cache.popitem(last=False)
 
     # ------------------------------------------------------------------ pointer store
 
@@ -103,7 +134,7 @@ class MetastoreCatalog(BaseCatalog):
 
     def _load_current(self, identifier: Identifier) -> CommitResult:
         location = self._read_pointer(identifier)
-        return CommitResult(read_metadata(self.file_io, location), location)
+        return CommitResult(self._cached_metadata(location), location)
 
     def _table_location(self, identifier: Identifier, requested: str | None) -> str:
         """The requested location, else ``<namespace location>/<table>`` when the namespace
@@ -159,6 +190,7 @@ class MetastoreCatalog(BaseCatalog):
             self._delete_quietly(location)
             raise CommitFailed(f"Cannot commit {show(identifier)}: the table was changed by "
                                "another writer since it was loaded")
+        self._remember(location, metadata)
         return CommitResult(metadata, location)
 
     def _reconcile(self, identifier: Identifier, base: str | None, ours: str,

@@ -35,6 +35,7 @@ import io
 import json
 import lzma
 import os
+import threading
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -102,6 +103,20 @@ def _map_of_bytes(entries: Mapping[str, bytes]) -> bytes:
     return b"".join(out)
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _block_pool() -> ThreadPoolExecutor:
+    """One pool of block encoders for every writer: starting threads per manifest cost more
+    than encoding a small manifest."""
+    global _POOL  # noqa: PLW0603 - a lazily created process-wide pool
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="avro-block")
+        return _POOL
+
+
 class AvroWriter:
     """Writes an Avro container file of ``schema`` records to ``stream``, in blocks of about
     ``block_bytes`` uncompressed bytes. The caller closes ``stream`` after :meth:`close`."""
@@ -115,7 +130,6 @@ class AvroWriter:
         self._compress = _compressor(codec, level)
         self._block_bytes = block_bytes
         self._sync = os.urandom(16)
-        self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[Future[list[bytes]]] = deque()
         self.bytes_written = 0
         self.closed = False
@@ -133,9 +147,7 @@ class AvroWriter:
         caller may prepare the next rows meanwhile; blocks are written in order)."""
         if rows.length == 0:
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="avro-block")
-        self._pending.append(self._pool.submit(self._blocks, rows))
+        self._pending.append(_block_pool().submit(self._blocks, rows))
         while len(self._pending) > _WORKERS:
             self._write_pending()
 
@@ -170,8 +182,7 @@ class AvroWriter:
             while self._pending:
                 self._write_pending()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
+            self._pending.clear()
 
 
 @dataclass(frozen=True, slots=True)

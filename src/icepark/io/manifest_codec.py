@@ -17,6 +17,7 @@ are required or optional in v1 and v2) and Appendix E: v1 writes ``block_size_in
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -74,6 +75,7 @@ _DATA_CONTENT = frozenset({FileContent.DATA})
 _DELETE_CONTENT = frozenset({FileContent.POSITION_DELETES, FileContent.EQUALITY_DELETES})
 
 
+@functools.lru_cache(maxsize=64)
 def data_file_type(partition_type: StructType, format_version: int,
                    distinct_counts: bool = False) -> StructType:
     """The ``data_file`` struct (``r2``) of a format version.
@@ -103,6 +105,7 @@ def data_file_type(partition_type: StructType, format_version: int,
     return StructType(tuple(fields))
 
 
+@functools.lru_cache(maxsize=64)
 def manifest_entry_type(partition_type: StructType, format_version: int,
                         distinct_counts: bool = False) -> StructType:
     """The ``manifest_entry`` struct of a format version."""

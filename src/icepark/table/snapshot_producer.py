@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Self
@@ -39,7 +41,11 @@ from icepark.io.manifest import (
     read_manifest,
     read_manifest_metadata,
 )
-from icepark.io.manifest_list import read_manifest_list, write_manifest_list
+from icepark.io.manifest_list import (
+    assign_sequence_numbers,
+    read_manifest_list,
+    write_manifest_list,
+)
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -85,13 +91,40 @@ def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[Manif
     if snapshot is None:
         return []
     if snapshot.manifest_list is not None:
-        return read_manifest_list(file_io, snapshot.manifest_list)
+        return list(_manifest_list(file_io, snapshot.manifest_list))
     out = []
     for path in snapshot.manifests:
         meta = read_manifest_metadata(file_io, path)
         out.append(ManifestFile(path, file_io.new_input(path).length(),
                                 meta.spec.spec_id if meta.spec else 0, snapshot.snapshot_id))
     return out
+
+
+_LISTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
+_LISTS_LOCK = threading.Lock()
+_CACHED_LISTS = 32
+
+
+def _manifest_list(file_io: FileIO, location: str) -> tuple[ManifestFile, ...]:
+    """A manifest list, from a small cache: "A new manifest list is written for each attempt
+    to commit a snapshot", so a list at a location never changes, and successive commits to
+    a table would otherwise re-read their parent's."""
+    with _LISTS_LOCK:
+        cached = _LISTS.get(location)
+        if cached is not None:
+            _LISTS.move_to_end(location)
+            return cached
+    manifests = tuple(read_manifest_list(file_io, location))
+    _remember_list(location, manifests)
+    return manifests
+
+
+def _remember_list(location: str, manifests: Sequence[ManifestFile]) -> None:
+    with _LISTS_LOCK:
+        _LISTS[location] = tuple(manifests)
+        _LISTS.move_to_end(location)
+        while len(_LISTS) > _CACHED_LISTS:
+            _LISTS.popitem(last=False)
 
 
 def branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -240,6 +273,9 @@ class SnapshotProducer(ABC):
         write_manifest_list(self._io, location, base.format_version, attempt.snapshot_id,
                             None if parent is None else parent.snapshot_id,
                             attempt.sequence_number, manifests, properties=base.properties)
+        if base.format_version >= 2:  # a v1 list reads back with sequence numbers 0
+            _remember_list(location, assign_sequence_numbers(
+                manifests, attempt.snapshot_id, attempt.sequence_number))
         self._last_files = {location, *(m.manifest_path for m in manifests)}
         snapshot = Snapshot(
             snapshot_id=attempt.snapshot_id,
