@@ -32,7 +32,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	PYTHONPATH=src:. $(BIN)/python -m benchmarks
 
 clean:
 	rm -rf $(VENV) warehouse build src/*.egg-info

@@ -99,25 +99,36 @@ def write_icepark(files: list[DataFile], root: str, level: str | None = None) ->
                         [writer.to_manifest_file()], properties=props)
 
 
-def pyiceberg_writer(files: list[DataFile]) -> Callable[[str], None]:
-    """pyiceberg's records for the same files (built untimed) and a function writing them."""
+def pyiceberg_schema() -> tuple[PySchema, PyPartitionSpec]:
+    """The same schema and partition spec in pyiceberg's classes."""
     types = [LongType(), StringType(), TimestamptzType(), DoubleType(), LongType(), StringType(),
              DoubleType(), LongType()]
     schema = PySchema(*(PyField(i + 1, f"c{i + 1}", t, required=False)
                         for i, t in enumerate(types)))
     spec = PyPartitionSpec(PyPartitionField(3, 1000, DayTransform(), "c3_day"),
                            PyPartitionField(1, 1001, BucketTransform(16), "c1_bucket"))
-    entries = [ManifestEntry.from_args(
-        status=ManifestEntryStatus.ADDED, snapshot_id=SNAPSHOT_ID,
-        data_file=PyDataFile.from_args(
-            content=DataFileContent.DATA, file_path=f.file_path,
-            file_format=PyFileFormat.PARQUET, partition=Record(*f.partition),
-            record_count=f.record_count, file_size_in_bytes=f.file_size_in_bytes,
-            column_sizes=f.column_sizes, value_counts=f.value_counts,
-            null_value_counts=f.null_value_counts, nan_value_counts=f.nan_value_counts,
-            lower_bounds=f.lower_bounds, upper_bounds=f.upper_bounds,
-            split_offsets=list(f.split_offsets or ()), sort_order_id=f.sort_order_id))
+    return schema, spec
+
+
+def pyiceberg_files(files: list[DataFile]) -> list[PyDataFile]:
+    """pyiceberg's DataFile records for the same files."""
+    return [PyDataFile.from_args(
+        content=DataFileContent.DATA, file_path=f.file_path,
+        file_format=PyFileFormat.PARQUET, partition=Record(*f.partition),
+        record_count=f.record_count, file_size_in_bytes=f.file_size_in_bytes,
+        column_sizes=f.column_sizes, value_counts=f.value_counts,
+        null_value_counts=f.null_value_counts, nan_value_counts=f.nan_value_counts,
+        lower_bounds=f.lower_bounds, upper_bounds=f.upper_bounds,
+        split_offsets=list(f.split_offsets or ()), sort_order_id=f.sort_order_id)
         for f in files]
+
+
+def pyiceberg_writer(files: list[DataFile]) -> Callable[[str], None]:
+    """pyiceberg's records for the same files (built untimed) and a function writing them."""
+    schema, spec = pyiceberg_schema()
+    entries = [ManifestEntry.from_args(status=ManifestEntryStatus.ADDED,
+                                       snapshot_id=SNAPSHOT_ID, data_file=f)
+               for f in pyiceberg_files(files)]
     io = PyArrowFileIO()
 
     def write(root: str) -> None:
