@@ -1,4 +1,5 @@
-"""Shared pieces of the catalog tests: catalogs, a schema, and small changes to commit."""
+"""Shared pieces of the catalog tests: catalogs, a schema, small changes to commit, and the
+rows of a table read back."""
 
 from __future__ import annotations
 
@@ -7,19 +8,22 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
 
 from icepark.catalog import FilesystemCatalog, SqlCatalog
 from icepark.catalog.base import BaseCatalog
-from icepark.io.fileio import FileIO
-from icepark.io.manifest import ManifestWriter
-from icepark.io.manifest_list import write_manifest_list
+from icepark.io.manifest import read_manifest
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
 from icepark.table import updates as u
+from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import now_ms
+from icepark.table.table import Table
 
 KINDS = ("sql", "filesystem")
 
@@ -104,32 +108,26 @@ class FakeAppend:
         pass
 
 
-@dataclass
-class RealAppend:
-    """Append files that exist: a real manifest and manifest list in the metadata folder."""
+def register_files(table: Table, paths: Sequence[str]) -> Table:
+    """Append files that exist (each said to hold one row) with the real append producer,
+    :meth:`Table.append_data_files`."""
+    spec = table.spec()
+    partition = tuple(None for _ in spec.fields)
+    return table.append_data_files(
+        DataFile(path, FileFormat.PARQUET, partition, 1, 10, spec_id=spec.spec_id)
+        for path in paths)
 
-    file_io: FileIO
-    data_paths: Sequence[str]
 
-    def changes(self, base: TableMetadata) -> tuple[list[u.TableRequirement],
-                                                    list[u.TableUpdate]]:
-        parent = base.current_snapshot_id
-        snapshot_id = random.getrandbits(62) + 1
-        sequence_number = base.last_sequence_number + 1
-        folder = f"{base.location}/metadata"
-        with ManifestWriter(self.file_io, f"{folder}/m-{snapshot_id}.avro", base.spec(),
-                            base.schema(), 2, snapshot_id=snapshot_id) as writer:
-            partition = tuple(None for _ in base.spec().fields)
-            for path in self.data_paths:
-                writer.add_file(DataFile(path, FileFormat.PARQUET, partition, 1, 10))
-        manifest_list = f"{folder}/snap-{snapshot_id}.avro"
-        write_manifest_list(self.file_io, manifest_list, 2, snapshot_id, parent, sequence_number,
-                            [writer.to_manifest_file()])
-        snapshot = Snapshot(snapshot_id, parent, sequence_number, now_ms(), manifest_list,
-                            Summary(Operation.APPEND), base.current_schema_id)
-        return ([u.AssertRefSnapshotId("main", parent)],
-                [u.AddSnapshot(snapshot),
-                 u.SetSnapshotRef("main", SnapshotRef.branch(snapshot_id))])
+def live_data_files(table: Table, snapshot: Snapshot | None = None) -> list[DataFile]:
+    """The data files live in a snapshot (default: the current one), from its manifests."""
+    snapshot = snapshot or table.current_snapshot()
+    if snapshot is None:
+        return []
+    return [e.data_file for m in manifests_of(table.io, snapshot)
+            for e in read_manifest(table.io, m, discard_deleted=True)]
 
-    def clean_up(self, committed: bool) -> None:
-        pass
+
+def live_rows(table: Table, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    """Every row of the snapshot's live data files, read with pyarrow."""
+    return [row for f in live_data_files(table, snapshot)
+            for row in pq.read_table(f.file_path.removeprefix("file://")).to_pylist()]

@@ -3,6 +3,9 @@
 ``python catalog_worker.py commit <kind> <warehouse> <worker> <count> <barrier dir>`` waits
 for ``<barrier dir>/go``, commits ``count`` :class:`FakeAppend` changes to ``db.t`` and prints
 the acknowledged keys and the number of attempts as JSON;
+``python catalog_worker.py append <kind> <warehouse> <worker> <count> <barrier dir>`` does the
+same with ``count`` real :meth:`Table.append` calls of a small Arrow batch of unique ids each,
+printing the acknowledged ids and the number of commit attempts;
 ``python catalog_worker.py crash <kind> <warehouse>`` is killed with SIGKILL after writing its
 metadata file and before the swap.
 """
@@ -15,9 +18,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import pyarrow as pa
+
+from icepark.catalog.base import BaseCatalog
 from icepark.errors import CommitFailed
+from icepark.table.table import Table
 from tests.catalog.catalog_helpers import FakeAppend, SetProperty, make_catalog
 
 
@@ -42,6 +49,8 @@ def main(argv: list[str]) -> int:
     deadline = time.monotonic() + 120
     while not (barrier / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.001)
+    if mode == "append":
+        return _append(catalog, table, int(worker), count)
     acknowledged: list[str] = []
     attempts = 0
     error = None
@@ -54,6 +63,34 @@ def main(argv: list[str]) -> int:
             finally:
                 attempts += len(change.attempts)
             acknowledged.append(key)
+    except CommitFailed as e:
+        error = str(e)
+    print(json.dumps({"acknowledged": acknowledged, "attempts": attempts, "error": error}))
+    return 0
+
+
+ROWS_PER_BATCH = 3
+
+
+def _append(catalog: BaseCatalog, table: Table, worker: int, count: int) -> int:
+    """``count`` appends of ``ROWS_PER_BATCH`` rows with ids unique to this worker."""
+    attempts = 0
+    commit_table = catalog.commit_table
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        return commit_table(*args, **kwargs)
+
+    setattr(catalog, "commit_table", counting)  # noqa: B010 - patching the instance
+    acknowledged: list[int] = []
+    error = None
+    try:
+        for i in range(count):
+            ids = [(worker * count + i) * ROWS_PER_BATCH + j for j in range(ROWS_PER_BATCH)]
+            table.append(pa.table({"id": pa.array(ids, pa.int64()),
+                                   "name": [f"w{worker}-{i}"] * ROWS_PER_BATCH}))
+            acknowledged += ids
     except CommitFailed as e:
         error = str(e)
     print(json.dumps({"acknowledged": acknowledged, "attempts": attempts, "error": error}))

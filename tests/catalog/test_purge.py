@@ -7,7 +7,7 @@ from pathlib import Path
 from icepark.catalog.base import BaseCatalog
 from icepark.catalog.purge import reachable_files
 from icepark.table import updates as u
-from tests.catalog.catalog_helpers import SCHEMA, RealAppend, all_files
+from tests.catalog.catalog_helpers import SCHEMA, all_files, register_files
 
 
 def _touch(path: Path) -> str:
@@ -25,8 +25,8 @@ def test_purge_deletes_reachable_files_inside_the_location_only(
     outside = _touch(tmp_path / "shared" / "imported.parquet")
     sneaky = _touch(tmp_path / "warehouse" / "escape.parquet")
     escaping = f"{table.location}/data/../../../escape.parquet"
-    table.commit(RealAppend(table.io, [inside[0], outside]))
-    table.commit(RealAppend(table.io, [inside[1], escaping]))
+    register_files(table, [inside[0], outside])
+    register_files(table, [inside[1], escaping])
     catalog.commit_table(("db", "t"), [], [u.SetProperties({"x": "1"})])
     table.refresh()
     orphan = _touch(root / "data" / "orphan.parquet")  # not referenced by the table
@@ -51,7 +51,7 @@ def test_drop_without_purge_keeps_the_files_of_a_metastore_table(sql_catalog: Ba
     sql_catalog.create_namespace("db")
     table = sql_catalog.create_table("db.t", SCHEMA)
     data = _touch(Path(table.location) / "data" / "a.parquet")
-    table.commit(RealAppend(table.io, [data]))
+    register_files(table, [data])
     before = all_files(Path(table.location))
     sql_catalog.drop_table("db.t")
     assert all_files(Path(table.location)) == before

@@ -17,9 +17,13 @@ from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.sorting import SortOrderBuilder
 from icepark.table import updates as u
 from icepark.table.table import Table
-from tests.catalog.catalog_helpers import SCHEMA, RealAppend
+from tests.catalog.catalog_helpers import SCHEMA, live_rows
 
 NAME = "test"
+ROWS = pa.table({"id": pa.array([1, 2, 3, 40], pa.int64()),
+                 "name": ["a", None, "c", "d"],
+                 "ts": pa.array([0, -1, 86_400_000_000, None], pa.int64()).cast(
+                     pa.timestamp("us"))})
 
 
 @pytest.fixture
@@ -54,10 +58,7 @@ def _ours_table(sql_catalog: BaseCatalog) -> Table:
     table = sql_catalog.create_table("db.events", SCHEMA, partition_spec=spec, sort_order=order,
                                      properties={"k": "v"})
     sql_catalog.create_table("a.b.t", SCHEMA)
-    data = Path(table.location) / "data" / "f.parquet"
-    data.parent.mkdir(parents=True)
-    data.write_bytes(b"PAR1")
-    table.commit(RealAppend(table.io, [str(data)]))
+    table.append(ROWS)
     return table
 
 
@@ -79,6 +80,9 @@ def test_pyiceberg_reads_our_catalog(sql_catalog: BaseCatalog, pyiceberg: Any) -
     assert _snapshots(theirs.snapshots()) == _snapshots(ours.snapshots())
     assert [f.source_id for f in theirs.sort_order().fields] == [2]
     assert theirs.properties["k"] == "v"
+    read = theirs.scan().to_arrow().sort_by("id")
+    assert read.to_pylist() == ROWS.to_pylist() == sorted(live_rows(ours), key=lambda r: r["id"])
+    assert theirs.scan(row_filter="id > 2").to_arrow().num_rows == 2
 
 
 def test_pyiceberg_commits_on_our_table(sql_catalog: BaseCatalog, pyiceberg: Any) -> None:

@@ -8,6 +8,12 @@ conflict.
 Changes open as builders that commit on ``commit()`` or on leaving a ``with`` block:
 ``update_schema()``, ``update_spec()``, ``replace_sort_order()``, ``update_properties()`` and
 ``manage_snapshots()``; ``transaction()`` stages any number of changes and commits them at once.
+
+Rows are written with the API of :class:`TableWrites` (also available on
+transactions): ``append(data)``, ``overwrite(data, filter)``, ``delete(filter)``,
+``delete_files(paths)`` and ``append_data_files(files)`` each commit one snapshot, to ``main`` or
+the ``branch`` given; ``new_append()``, ``new_overwrite()``, ``new_delete()``, ``new_rewrite()``
+and ``new_row_delta()`` open the snapshot producers themselves, bound to this table.
 Reads pick a version by reference (:meth:`Table.snapshot_by_ref`) or by time
 (:meth:`Table.snapshot_as_of`, from the snapshot log: "timestamp and snapshot ID pairs that
 encodes changes to the current snapshot for the table").
@@ -17,14 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Self
 
 from icepark.errors import ValidationError
+from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.fileio import FileIO
+from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import MetadataLogEntry, SnapshotLogEntry, TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.snapshots import Snapshot, SnapshotRef
+from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from icepark.spec.sorting import SortOrder
+from icepark.table.append import merge_enabled
 from icepark.table.commit import (
     Change,
     CommitResult,
@@ -43,10 +53,139 @@ from icepark.table.schema_change import (
     UpdateSpec,
 )
 from icepark.table.transaction import Transaction
+from icepark.table.writes import (
+    BoundDeleteFiles,
+    BoundFastAppend,
+    BoundMergeAppend,
+    BoundOverwrite,
+    BoundRewriteFiles,
+    BoundRowDelta,
+    WriteData,
+    append_change,
+    bind,
+    overwrite_change,
+)
 
 
-class Table:
-    """An Iceberg table in a catalog."""
+class TableWrites:
+    """The write API of :class:`~icepark.table.table.Table` and of its transactions: each
+    method builds its change on ``metadata`` and hands it to ``_submit`` (commit, or stage)."""
+
+    @property
+    def io(self) -> FileIO:
+        raise NotImplementedError
+
+    @property
+    def metadata(self) -> TableMetadata:
+        raise NotImplementedError
+
+    def _submit(self, changes: Sequence[Change]) -> None:
+        raise NotImplementedError
+
+    def append(self, data: WriteData, *, branch: str = MAIN_BRANCH,
+               snapshot_properties: Mapping[str, str] | None = None) -> Self:
+        """Append rows (see :mod:`icepark.table.writes`): one ``append`` snapshot."""
+        self._submit([append_change(self.io, self.metadata, data, branch=branch,
+                                    snapshot_properties=snapshot_properties)])
+        return self
+
+    def append_data_files(self, files: Iterable[DataFile], *, branch: str = MAIN_BRANCH,
+                          snapshot_properties: Mapping[str, str] | None = None) -> Self:
+        """Register data files already written (they are never deleted by this call)."""
+        self._submit([self.new_append(branch=branch, snapshot_properties=snapshot_properties)
+                      .append_files(files)])
+        return self
+
+    def overwrite(self, data: WriteData, overwrite_filter: str | Expr = ALWAYS_TRUE, *,
+                  branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None,
+                  case_sensitive: bool = True) -> Self:
+        """Replace the rows matching ``overwrite_filter`` (default: all) with ``data``, whose
+        rows must all match it; whole files are removed (one ``overwrite`` snapshot)."""
+        self._submit([overwrite_change(self.io, self.metadata, data, overwrite_filter,
+                                       branch=branch, snapshot_properties=snapshot_properties,
+                                       case_sensitive=case_sensitive)])
+        return self
+
+    def delete(self, delete_filter: str | Expr, *, branch: str = MAIN_BRANCH,
+               snapshot_properties: Mapping[str, str] | None = None,
+               case_sensitive: bool = True) -> Self:
+        """Delete the rows matching ``delete_filter`` by removing whole data files; a file only
+        partly matching fails with a :class:`ValidationError` (row-level deletes need a row
+        delta)."""
+        self._submit([self.new_delete(branch=branch, snapshot_properties=snapshot_properties,
+                                      case_sensitive=case_sensitive).delete_where(delete_filter)])
+        return self
+
+    def delete_files(self, paths: Iterable[DataFile | str], *, branch: str = MAIN_BRANCH,
+                     snapshot_properties: Mapping[str, str] | None = None) -> Self:
+        """Remove files (records or paths) from the table; each must be live."""
+        self._submit([self.new_delete(branch=branch, snapshot_properties=snapshot_properties)
+                      .delete_files(paths)])
+        return self
+
+    def new_append(self, *, branch: str = MAIN_BRANCH,
+                   snapshot_properties: Mapping[str, str] | None = None
+                   ) -> BoundMergeAppend | BoundFastAppend:
+        """The table's default append action, to fill and :meth:`~_Bound.commit`."""
+        kind = BoundMergeAppend if merge_enabled(self.metadata.properties) else BoundFastAppend
+        return bind(kind(self.io, self.metadata, branch=branch,
+                          snapshot_properties=snapshot_properties), self._submit)
+
+    def new_overwrite(self, *, branch: str = MAIN_BRANCH,
+                      snapshot_properties: Mapping[str, str] | None = None,
+                      case_sensitive: bool = True) -> BoundOverwrite:
+        return bind(BoundOverwrite(self.io, self.metadata, branch=branch,
+                                    snapshot_properties=snapshot_properties,
+                                    case_sensitive=case_sensitive), self._submit)
+
+    def new_delete(self, *, branch: str = MAIN_BRANCH,
+                   snapshot_properties: Mapping[str, str] | None = None,
+                   case_sensitive: bool = True) -> BoundDeleteFiles:
+        return bind(BoundDeleteFiles(self.io, self.metadata, branch=branch,
+                                      snapshot_properties=snapshot_properties,
+                                      case_sensitive=case_sensitive), self._submit)
+
+    def new_rewrite(self, *, branch: str = MAIN_BRANCH,
+                    snapshot_properties: Mapping[str, str] | None = None) -> BoundRewriteFiles:
+        return bind(BoundRewriteFiles(self.io, self.metadata, branch=branch,
+                                       snapshot_properties=snapshot_properties), self._submit)
+
+    def new_row_delta(self, *, branch: str = MAIN_BRANCH,
+                      snapshot_properties: Mapping[str, str] | None = None,
+                      case_sensitive: bool = True) -> BoundRowDelta:
+        return bind(BoundRowDelta(self.io, self.metadata, branch=branch,
+                                   snapshot_properties=snapshot_properties,
+                                   case_sensitive=case_sensitive), self._submit)
+
+
+class TableTransaction(Transaction, TableWrites):
+    """A :class:`~icepark.table.transaction.Transaction` that also stages writes: data files
+    are written at once against the staged metadata, and committed with the rest."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    @property
+    def io(self) -> FileIO:
+        return self._table.io
+
+
+class Table(TableWrites):
+    """An Iceberg table in a catalog.
+
+    >>> import tempfile, pyarrow as pa
+    >>> from icepark.catalog import FilesystemCatalog
+    >>> from icepark.spec.types import LONG, STRING, NestedField
+    >>> catalog = FilesystemCatalog("demo", {"warehouse": tempfile.mkdtemp()})
+    >>> catalog.create_namespace("db")
+    >>> table = catalog.create_table("db.t", Schema.of(NestedField.required(1, "id", LONG),
+    ...                                                NestedField.optional(2, "s", STRING)))
+    >>> table.append(pa.table({"id": [1, 2, 3], "s": ["a", "b", None]})).current_snapshot(
+    ...     ).summary.properties["added-records"]
+    '3'
+    >>> table.delete("id >= 0").current_snapshot().summary.operation.value
+    'delete'
+    """
 
     def __init__(self, identifier: Identifier, current: CommitResult, file_io: FileIO,
                  committer: TableCommitter) -> None:
@@ -159,9 +298,9 @@ class Table:
     def _submit(self, changes: Sequence[Change]) -> None:
         self.commit(*changes)
 
-    def transaction(self) -> Transaction:
-        """Stage changes and commit them all at once."""
-        return Transaction(self)
+    def transaction(self) -> TableTransaction:
+        """Stage changes (writes too) and commit them all at once."""
+        return TableTransaction(self)
 
     def update_schema(self, allow_incompatible_changes: bool = False,
                       case_sensitive: bool = True) -> UpdateSchema:
