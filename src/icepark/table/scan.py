@@ -1,0 +1,527 @@
+"""Table scans: choosing a snapshot, projecting columns, and planning the files to read.
+
+Spec, *Scan Planning*: "Scans are planned by reading the manifest files for the current
+snapshot. Deleted entries in data and delete manifests (those marked with status "DELETED")
+are not used in a scan." and "Manifests that contain no matching files, determined using either
+file counts or partition summaries, may be skipped." Then "For each manifest, scan predicates,
+which filter data rows, are converted to partition predicates, which filter data and delete
+files. ... This conversion uses the partition spec used to write the manifest file." and "Scan
+predicates are also used to filter data and delete files using column bounds and counts".
+
+:class:`TableScan` reads the snapshot's manifest list once; skips manifests by their partition
+summaries (one :class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete
+manifests into a :class:`~icepark.table.delete_index.DeleteIndex`; then streams the data
+manifests (each decoded once, in worker processes, a bounded number at a time), keeping the
+live files whose partition and metrics may match, each with its delete files and its residual
+(one per partition). :meth:`TableScan.plan_tasks` splits and bin-packs those tasks
+(:mod:`icepark.table.tasks`).
+
+Decisions where the spec is silent, following the reference implementation: a scan of a tag,
+a snapshot ID or a timestamp uses the schema of that snapshot (``schema-id``: "ID of the
+table's current schema when the snapshot was created"); a scan of a branch uses the table's
+current schema. The row filter names columns of that schema.
+
+>>> from icepark.io.fileio import ArrowFileIO
+>>> from icepark.spec.schema import Schema
+>>> from icepark.spec.types import LONG, STRING, NestedField
+>>> from icepark.table.metadata_builder import MetadataBuilder
+>>> md, _ = MetadataBuilder.new_table(Schema.of(NestedField.required(1, "id", LONG),
+...     NestedField.optional(2, "name", STRING)), "/tmp/t")
+>>> scan = TableScan(md, ArrowFileIO(), row_filter="id > 5").select("name")
+>>> print(scan.projection())
+table {
+  2: name: optional string
+}
+>>> list(scan.plan_files()), scan.count()
+([], 0)
+>>> scan.with_filter("nope = 1").count()
+Traceback (most recent call last):
+...
+icepark.errors.ValidationError: Cannot find column 'nope' in the schema
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from icepark.errors import ValidationError
+from icepark.expressions import (
+    ALWAYS_TRUE,
+    AlwaysTrue,
+    Expr,
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    ResidualEvaluator,
+    StrictMetricsEvaluator,
+    and_,
+    bind,
+    inclusive_projection,
+    parse,
+    partition_evaluator,
+    rewrite_not,
+    unbind,
+)
+from icepark.io.fileio import FileIO
+from icepark.io.manifest import read_manifest, read_manifest_metadata
+from icepark.io.manifest_list import read_manifest_list
+from icepark.spec.manifest import (
+    DataFile,
+    EntryStatus,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema, index_by_id
+from icepark.spec.snapshots import MAIN_BRANCH, Snapshot
+from icepark.spec.types import NestedField, PrimitiveType, StructType
+from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
+from icepark.table.tasks import (
+    CombinedScanTask,
+    FileScanTask,
+    map_tasks,
+    plan_tasks,
+    split_settings,
+)
+
+
+def _planning_workers() -> int:
+    """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else the usable cores (at
+    most 8)."""
+    configured = os.environ.get("ICEPARK_PLANNING_WORKERS", "")
+    if configured.strip().isdigit() and int(configured) > 0:
+        return int(configured)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(8, cores or 1)
+
+
+PLANNING_WORKERS = _planning_workers()
+"""Processes decoding data manifests: one per core (at most 8), or the environment variable
+``ICEPARK_PLANNING_WORKERS`` (1: decode in the planning process). fastavro holds the GIL while
+it builds records, so threads do not decode in parallel: on 2 cores a thread pool planned
+100,000 files slower than one thread, two forked processes about 1.5x faster when the cores
+were free (and slower when other work kept them busy)."""
+PROCESS_MIN_BYTES = 4 * 1024 * 1024
+"""Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
+process: forking costs more than it saves."""
+_RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
+
+
+def as_expr(row_filter: str | Expr) -> Expr:
+    """A row filter given as text (see :func:`~icepark.expressions.parse`) or expression."""
+    return parse(row_filter) if isinstance(row_filter, str) else row_filter
+
+
+# ----------------------------------------------------------------------------- snapshots
+
+
+def select_snapshot(metadata: TableMetadata, snapshot_id: int | None = None,
+                    ref: str | None = None,
+                    as_of_timestamp: int | None = None) -> Snapshot | None:
+    """The snapshot a scan reads: by ID, by branch or tag name, or the one that was current at
+    ``as_of_timestamp`` (ms) by the ``snapshot-log`` ("timestamp and snapshot ID pairs that
+    encodes changes to the current snapshot for the table"); by default the current snapshot.
+    None for a table without snapshots.
+    """
+    given = [name for name, value in (("snapshot_id", snapshot_id), ("ref", ref),
+                                      ("as_of_timestamp", as_of_timestamp)) if value is not None]
+    if len(given) > 1:
+        raise ValidationError(f"A scan reads one snapshot: give at most one of snapshot_id, "
+                              f"ref and as_of_timestamp, not {' and '.join(given)}")
+    if snapshot_id is not None:
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            raise ValidationError(f"Cannot find snapshot {snapshot_id}: it does not exist or "
+                                  "has expired")
+        return snapshot
+    if ref is not None:
+        found = metadata.refs.get(ref)
+        if found is None:
+            if ref == MAIN_BRANCH and metadata.current_snapshot_id is None:
+                return None  # a table without snapshots has an empty main branch
+            raise ValidationError(f"Cannot find branch or tag {ref!r} (refs: "
+                                  f"{', '.join(sorted(metadata.refs)) or 'none'})")
+        return metadata.snapshot_by_id(found.snapshot_id)
+    if as_of_timestamp is not None:
+        return _snapshot_as_of(metadata, as_of_timestamp)
+    return metadata.current_snapshot()
+
+
+def _snapshot_as_of(metadata: TableMetadata, timestamp_ms: int) -> Snapshot:
+    entry = None
+    for logged in metadata.snapshot_log:
+        if logged.timestamp_ms <= timestamp_ms and (
+                entry is None or logged.timestamp_ms >= entry.timestamp_ms):
+            entry = logged
+    if entry is None:
+        first = min((e.timestamp_ms for e in metadata.snapshot_log), default=None)
+        raise ValidationError(
+            f"No snapshot was current at {timestamp_ms}: "
+            + ("the table has no snapshot log" if first is None
+               else f"the snapshot log starts at {first}"))
+    snapshot = metadata.snapshot_by_id(entry.snapshot_id)
+    if snapshot is None:
+        raise ValidationError(f"Snapshot {entry.snapshot_id}, current at {timestamp_ms}, has "
+                              "expired")
+    return snapshot
+
+
+def scan_schema(metadata: TableMetadata, snapshot: Snapshot | None, *,
+                time_travel: bool) -> Schema:
+    """The schema a scan reads with: the snapshot's (its ``schema-id``) for time travel to a
+    snapshot ID, tag or timestamp, else the table's current schema."""
+    if time_travel and snapshot is not None and snapshot.schema_id is not None:
+        schema = metadata.schema_by_id(snapshot.schema_id)
+        if schema is not None:
+            return schema
+    return metadata.schema()
+
+
+def select_columns(schema: Schema, names: Sequence[str], case_sensitive: bool = True) -> Schema:
+    """``schema`` pruned to the named columns (full dotted names; ``*`` selects all).
+
+    Selecting a struct keeps all of its fields; selecting a field nested in a struct keeps the
+    struct with only the selected fields; selecting a field inside a list or map keeps the whole
+    list or map. An unknown name is a :class:`ValidationError`.
+    """
+    if "*" in names:
+        return schema
+    ids = {schema.find_field(name, case_sensitive).field_id for name in names}
+    fields = tuple(f for f in (_prune(f, ids) for f in schema.fields) if f is not None)
+    kept = index_by_id(StructType(fields))
+    return Schema(fields, schema.schema_id,
+                  tuple(i for i in schema.identifier_field_ids if i in kept))
+
+
+def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
+    if f.field_id in ids:
+        return f
+    t = f.field_type
+    if isinstance(t, StructType):
+        children = tuple(c for c in (_prune(c, ids) for c in t.fields) if c is not None)
+        return replace(f, field_type=StructType(children)) if children else None
+    if not isinstance(t, PrimitiveType) and ids & set(index_by_id(t)):
+        return f
+    return None
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def snapshot_manifests(file_io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
+    """The manifests of a snapshot, read from storage: its manifest list, or, for a v1
+    snapshot without one, its ``manifests`` ("A list of manifest file locations"), whose
+    counts are unknown. A missing file raises ``FileNotFound`` naming it."""
+    if snapshot.manifest_list is not None:
+        return read_manifest_list(file_io, snapshot.manifest_list)
+    out = []
+    for path in snapshot.manifests:
+        meta = read_manifest_metadata(file_io, path)
+        out.append(ManifestFile(path, file_io.new_input(path).length(),
+                                meta.spec.spec_id if meta.spec else 0, snapshot.snapshot_id))
+    return out
+
+
+class ManifestPlanner:
+    """The filter of one scan applied to manifests and their entries, with its evaluators
+    cached per partition spec and its residuals per partition."""
+
+    def __init__(self, metadata: TableMetadata, file_io: FileIO, schema: Schema,
+                 row_filter: Expr, *, case_sensitive: bool = True,
+                 workers: int = PLANNING_WORKERS) -> None:
+        self.file_io, self.schema = file_io, schema
+        self.row_filter, self.case_sensitive, self.workers = row_filter, case_sensitive, workers
+        bound = rewrite_not(bind(row_filter, schema, case_sensitive))  # unknown columns fail
+        self.always_true = isinstance(bound, AlwaysTrue)
+        self._unbound = unbind(bound)
+        self.specs = {s.spec_id: s for s in metadata.partition_specs}
+        self._unpartitioned = frozenset(s.spec_id for s in metadata.partition_specs
+                                        if s.is_unpartitioned)
+        self._types = column_types(metadata, schema)
+        self._manifest_evaluators: dict[int, ManifestEvaluator] = {}
+        self._partition_tests: dict[int, Callable[[Sequence[Any]], bool] | None] = {}
+        self._residual_evaluators: dict[int, ResidualEvaluator] = {}
+        self._residuals: dict[tuple[int, tuple[Any, ...]], Expr] = {}
+        self._metrics = None if self.always_true else InclusiveMetricsEvaluator(
+            schema, row_filter, case_sensitive).eval
+
+    def spec(self, manifest: ManifestFile) -> PartitionSpec:
+        spec = self.specs.get(manifest.partition_spec_id)
+        if spec is None:
+            raise ValidationError(
+                f"Manifest {manifest.manifest_path} uses partition spec "
+                f"{manifest.partition_spec_id}, which is not among the table's specs")
+        return spec
+
+    def manifest_may_match(self, manifest: ManifestFile) -> bool:
+        """Whether a manifest may hold live matching files, by its file counts ("when
+        ``null`` this is assumed to be non-zero") and partition summaries."""
+        if not (manifest.has_added_files() or manifest.has_existing_files()):
+            return False
+        if self.always_true:
+            return True
+        spec_id = manifest.partition_spec_id
+        evaluator = self._manifest_evaluators.get(spec_id)
+        if evaluator is None:
+            evaluator = self._manifest_evaluators[spec_id] = ManifestEvaluator(
+                self.schema, self.spec(manifest), self.row_filter, self.case_sensitive)
+        return evaluator.eval(manifest)
+
+    def _partition_test(self, manifest: ManifestFile) -> Callable[[Sequence[Any]], bool] | None:
+        spec_id = manifest.partition_spec_id
+        if spec_id in self._partition_tests:
+            return self._partition_tests[spec_id]
+        test = None
+        spec = self.spec(manifest)
+        if not self.always_true and spec.fields:
+            projected = inclusive_projection(self.schema, spec, self.case_sensitive)(
+                self.row_filter)
+            if not isinstance(projected, AlwaysTrue):
+                test = partition_evaluator(spec, self.schema, projected).eval
+        self._partition_tests[spec_id] = test
+        return test
+
+    def entries(self, manifest: ManifestFile, added_by: frozenset[int] | None = None, *,
+                metrics: bool = True) -> list[ManifestEntry]:
+        """The live entries of a manifest whose partition (and ``metrics``) may match (files
+        without rows are skipped); with ``added_by``, only files ADDED by those snapshots."""
+        partition_test = self._partition_test(manifest)
+        metrics_test = self._metrics if metrics else None
+        out = []
+        for entry in read_manifest(self.file_io, manifest, specs_by_id=self.specs,
+                                   discard_deleted=True):
+            f = entry.data_file
+            if f.record_count == 0 or (added_by is not None and (
+                    entry.status is not EntryStatus.ADDED or entry.snapshot_id not in added_by)):
+                continue
+            if partition_test is not None and not partition_test(f.partition):
+                continue
+            if metrics_test is not None and not metrics_test(f):
+                continue
+            out.append(entry)
+        return out
+
+    def delete_may_match(self, delete_file: DataFile) -> bool:
+        """Whether a delete file may delete rows the filter selects, by its metrics: "If
+        metrics show that a delete file has no rows that match a scan predicate, it may be
+        ignored". A position delete file's metrics are those of the rows it deletes; an
+        equality delete file deletes every row equal on its equality columns, whatever the
+        other values it stores, so only the equality columns' metrics are used."""
+        return self._metrics is None or self._metrics(equality_metrics_only(delete_file))
+
+    def residual(self, data_file: DataFile) -> Expr:
+        """The filter left for the rows of the file's partition (unbound, full column names):
+        "These projections are used to calculate the residual predicates for each file"."""
+        if self.always_true:
+            return ALWAYS_TRUE
+        spec_id = data_file.spec_id
+        key = (spec_id, data_file.partition)
+        found = self._residuals.get(key)
+        if found is not None:
+            return found
+        spec = self.specs[spec_id]
+        if not spec.fields:
+            residual = self._unbound
+        else:
+            evaluator = self._residual_evaluators.get(spec_id)
+            if evaluator is None:
+                evaluator = self._residual_evaluators[spec_id] = ResidualEvaluator(
+                    self.schema, spec, self.row_filter, self.case_sensitive)
+            residual = unbind(evaluator.residual_for(data_file.partition))
+        if len(self._residuals) >= _RESIDUAL_CACHE_LIMIT:
+            self._residuals.clear()
+        self._residuals[key] = residual
+        return residual
+
+    def delete_index(self, manifests: Sequence[ManifestFile]) -> DeleteIndex:
+        """Index the matching live delete files of the delete manifests."""
+        deletes: list[tuple[int, DataFile]] = []
+        for manifest in manifests:
+            for entry in self.entries(manifest, metrics=False):
+                if not self.delete_may_match(entry.data_file):
+                    continue
+                if entry.sequence_number is None:
+                    raise ValidationError(
+                        f"Delete file {entry.data_file.file_path} has no data sequence number")
+                deletes.append((entry.sequence_number, entry.data_file))
+        return DeleteIndex.build(deletes, self._unpartitioned, self._types)
+
+    def tasks(self, manifest: ManifestFile, index: DeleteIndex,
+              added_by: frozenset[int] | None = None) -> list[FileScanTask]:
+        """The tasks of one data manifest's matching live files."""
+        residual = self.residual
+        out = []
+        for entry in self.entries(manifest, added_by):
+            f = entry.data_file
+            out.append(FileScanTask(f, index.for_data_file(entry.sequence_number or 0, f),
+                                    residual(f), f.spec_id, 0, f.file_size_in_bytes,
+                                    f.partition))
+        return out
+
+    def plan(self, manifests: Iterable[ManifestFile],
+             added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
+        """One task per matching live data file of ``manifests``, with the deletes of the
+        delete manifests among them and its residual."""
+        data: list[ManifestFile] = []
+        delete: list[ManifestFile] = []
+        for m in manifests:
+            if self.manifest_may_match(m):
+                (delete if m.content is ManifestContent.DELETES else data).append(m)
+        index = self.delete_index(delete)
+        work = sum(m.manifest_length for m in data)
+        workers = self.workers if work >= PROCESS_MIN_BYTES else 1
+        for tasks in map_tasks(lambda m: self.tasks(m, index, added_by), data, workers):
+            yield from tasks
+
+
+# ----------------------------------------------------------------------------- the scan
+
+
+class TableScan:
+    """A scan of one snapshot of a table: a row filter, the columns to read, and options.
+
+    Fluent methods return new scans: :meth:`filter` (also :meth:`with_filter`) adds a
+    conjunct, :meth:`select` narrows the columns, :meth:`use_ref`, :meth:`use_snapshot` and
+    :meth:`as_of` choose the snapshot, :meth:`with_case_sensitive`, :meth:`with_options`,
+    :meth:`with_limit` and :meth:`update` change the rest. ``options`` override the table
+    properties ``read.split.target-size``, ``read.split.open-file-cost`` and
+    ``read.split.planning-lookback``.
+    """
+
+    def __init__(  # noqa: PLR0917 - the agreed positional API, as pyiceberg's
+            self, metadata: TableMetadata, file_io: FileIO,
+                 row_filter: str | Expr = ALWAYS_TRUE, selected_fields: tuple[str, ...] = ("*",),
+                 case_sensitive: bool = True, snapshot_id: int | None = None,
+                 ref: str | None = None, as_of_timestamp: int | None = None,
+                 options: Mapping[str, str] | None = None, limit: int | None = None) -> None:
+        if limit is not None and limit < 0:
+            raise ValidationError(f"A scan limit cannot be negative: {limit}")
+        self.metadata, self.io = metadata, file_io
+        self.row_filter = as_expr(row_filter)
+        self.selected_fields = tuple(selected_fields)
+        self.case_sensitive = case_sensitive
+        self.snapshot_id, self.ref, self.as_of_timestamp = snapshot_id, ref, as_of_timestamp
+        self.options: Mapping[str, str] = dict(options or {})
+        self.limit = limit
+        self._snapshot = select_snapshot(metadata, snapshot_id, ref, as_of_timestamp)
+
+    def __repr__(self) -> str:
+        return (f"TableScan(filter={self.row_filter}, fields={self.selected_fields}, "
+                f"snapshot={None if self._snapshot is None else self._snapshot.snapshot_id})")
+
+    # ------------------------------------------------------------------ fluent copies
+
+    def update(self, **overrides: Any) -> TableScan:
+        """A copy with some constructor arguments replaced."""
+        args: dict[str, Any] = {
+            "row_filter": self.row_filter, "selected_fields": self.selected_fields,
+            "case_sensitive": self.case_sensitive, "snapshot_id": self.snapshot_id,
+            "ref": self.ref, "as_of_timestamp": self.as_of_timestamp,
+            "options": self.options, "limit": self.limit}
+        args.update(overrides)
+        return type(self)(self.metadata, self.io, **args)
+
+    def filter(self, expr: str | Expr) -> TableScan:
+        """Keep only rows matching ``expr`` as well."""
+        return self.update(row_filter=and_(self.row_filter, as_expr(expr)))
+
+    def with_filter(self, expr: str | Expr) -> TableScan:
+        """Same as :meth:`filter`."""
+        return self.filter(expr)
+
+    def select(self, *field_names: str) -> TableScan:
+        """Read only these columns (of those already selected)."""
+        if "*" in self.selected_fields:
+            return self.update(selected_fields=field_names)
+        return self.update(selected_fields=tuple(
+            n for n in self.selected_fields if n in set(field_names)))
+
+    def with_case_sensitive(self, case_sensitive: bool = True) -> TableScan:
+        return self.update(case_sensitive=case_sensitive)
+
+    def use_ref(self, name: str) -> TableScan:
+        """Scan the head of a branch or the snapshot of a tag."""
+        return self.update(ref=name)
+
+    def use_snapshot(self, snapshot_id: int) -> TableScan:
+        return self.update(snapshot_id=snapshot_id)
+
+    def as_of(self, timestamp_ms: int) -> TableScan:
+        """Scan the snapshot that was current at ``timestamp_ms``."""
+        return self.update(as_of_timestamp=timestamp_ms)
+
+    def with_options(self, **options: str) -> TableScan:
+        return self.update(options={**self.options, **options})
+
+    def with_limit(self, limit: int | None) -> TableScan:
+        return self.update(limit=limit)
+
+    # ------------------------------------------------------------------ what is read
+
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot this scan reads (None: the table has none)."""
+        return self._snapshot
+
+    def schema(self) -> Schema:
+        """The schema of the scanned snapshot, all columns (see the module docstring)."""
+        time_travel = self.snapshot_id is not None or self.as_of_timestamp is not None or (
+            self.ref is not None and self.ref in self.metadata.refs
+            and not self.metadata.refs[self.ref].is_branch)
+        return scan_schema(self.metadata, self._snapshot, time_travel=time_travel)
+
+    def projection(self) -> Schema:
+        """The schema of the rows this scan returns: :meth:`schema` pruned to the selected
+        fields."""
+        return select_columns(self.schema(), self.selected_fields, self.case_sensitive)
+
+    # ------------------------------------------------------------------ planning
+
+    def planner(self) -> ManifestPlanner:
+        """The planner of this scan's filter (binding it: an unknown column or a literal of the
+        wrong type is a :class:`ValidationError`)."""
+        self.projection()  # unknown selected columns fail too
+        return ManifestPlanner(self.metadata, self.io, self.schema(), self.row_filter,
+                               case_sensitive=self.case_sensitive)
+
+    def plan_files(self) -> Iterator[FileScanTask]:
+        """One task per live data file that may hold matching rows, with the delete files that
+        apply to it and its residual. Streams: manifests are decoded as tasks are consumed.
+        A manifest missing from storage raises ``FileNotFound`` naming it."""
+        planner = self.planner()
+        snapshot = self._snapshot
+        if snapshot is None:
+            return iter(())
+        return planner.plan(snapshot_manifests(self.io, snapshot))
+
+    def plan_tasks(self) -> list[CombinedScanTask]:
+        """The planned files split at their split offsets and bin-packed into tasks of about
+        ``read.split.target-size`` bytes (default 128 MiB), each file weighing at least
+        ``read.split.open-file-cost`` (4 MiB), with ``read.split.planning-lookback`` (10) bins
+        open."""
+        return plan_tasks(self.plan_files(),
+                          *split_settings({**self.metadata.properties, **self.options}))
+
+    def count(self) -> int | None:
+        """The number of rows the scan returns, from metadata alone: the sum of the planned
+        files' record counts, when no delete file applies to any and every file's rows all
+        match (no residual, or the file's metrics prove it holds). None otherwise: the rows
+        must be read to be counted. At most ``limit``."""
+        schema = self.schema()
+        strict: dict[Expr, StrictMetricsEvaluator] = {}
+        total = 0
+        for task in self.plan_files():
+            if task.delete_files:
+                return None
+            residual = task.residual
+            if not isinstance(residual, AlwaysTrue):
+                evaluator = strict.get(residual)
+                if evaluator is None:
+                    evaluator = strict[residual] = StrictMetricsEvaluator(schema, residual)
+                if not evaluator.eval(task.data_file):
+                    return None
+            total += task.data_file.record_count
+        return total if self.limit is None else min(total, self.limit)
