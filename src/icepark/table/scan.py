@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Self
 
 from icepark.errors import ValidationError
 from icepark.expressions import (
@@ -415,7 +415,7 @@ class TableScan:
 
     # ------------------------------------------------------------------ fluent copies
 
-    def update(self, **overrides: Any) -> TableScan:
+    def update(self, **overrides: Any) -> Self:
         """A copy with some constructor arguments replaced."""
         args: dict[str, Any] = {
             "row_filter": self.row_filter, "selected_fields": self.selected_fields,
@@ -425,39 +425,39 @@ class TableScan:
         args.update(overrides)
         return type(self)(self.metadata, self.io, **args)
 
-    def filter(self, expr: str | Expr) -> TableScan:
+    def filter(self, expr: str | Expr) -> Self:
         """Keep only rows matching ``expr`` as well."""
         return self.update(row_filter=and_(self.row_filter, as_expr(expr)))
 
-    def with_filter(self, expr: str | Expr) -> TableScan:
+    def with_filter(self, expr: str | Expr) -> Self:
         """Same as :meth:`filter`."""
         return self.filter(expr)
 
-    def select(self, *field_names: str) -> TableScan:
+    def select(self, *field_names: str) -> Self:
         """Read only these columns (of those already selected)."""
         if "*" in self.selected_fields:
             return self.update(selected_fields=field_names)
         return self.update(selected_fields=tuple(
             n for n in self.selected_fields if n in set(field_names)))
 
-    def with_case_sensitive(self, case_sensitive: bool = True) -> TableScan:
+    def with_case_sensitive(self, case_sensitive: bool = True) -> Self:
         return self.update(case_sensitive=case_sensitive)
 
-    def use_ref(self, name: str) -> TableScan:
+    def use_ref(self, name: str) -> Self:
         """Scan the head of a branch or the snapshot of a tag."""
         return self.update(ref=name)
 
-    def use_snapshot(self, snapshot_id: int) -> TableScan:
+    def use_snapshot(self, snapshot_id: int) -> Self:
         return self.update(snapshot_id=snapshot_id)
 
-    def as_of(self, timestamp_ms: int) -> TableScan:
+    def as_of(self, timestamp_ms: int) -> Self:
         """Scan the snapshot that was current at ``timestamp_ms``."""
         return self.update(as_of_timestamp=timestamp_ms)
 
-    def with_options(self, **options: str) -> TableScan:
+    def with_options(self, **options: str) -> Self:
         return self.update(options={**self.options, **options})
 
-    def with_limit(self, limit: int | None) -> TableScan:
+    def with_limit(self, limit: int | None) -> Self:
         return self.update(limit=limit)
 
     # ------------------------------------------------------------------ what is read

@@ -43,6 +43,7 @@ from icepark.table.commit import (
     commit_with_retry,
 )
 from icepark.table.expire import ExpireResult, ExpireSnapshots, delete_unreachable_files
+from icepark.table.read import DataScan
 from icepark.table.refs import ManageSnapshots
 from icepark.table.schema_change import (
     FormatVersionChange,
@@ -267,6 +268,17 @@ class Table(TableWrites):
     def snapshot_by_ref(self, name: str) -> Snapshot | None:
         """The snapshot a branch or tag points to; None if there is no such reference."""
         return self.metadata.snapshot_by_ref(name)
+
+    def scan(self, row_filter: str | Expr = ALWAYS_TRUE, selected_fields: tuple[str, ...] = ("*",),
+             *,
+             case_sensitive: bool = True, snapshot_id: int | None = None,
+             ref: str | None = None, as_of_timestamp: int | None = None,
+             options: Mapping[str, str] | None = None, limit: int | None = None) -> DataScan:
+        """A scan of the current snapshot (or of ``snapshot_id``, a branch or tag ``ref``, or
+        the snapshot current at ``as_of_timestamp`` ms): ``.to_arrow()``, ``.to_batches()``,
+        ``.count()``, ``.plan_files()``."""
+        return DataScan(self.metadata, self.io, row_filter, selected_fields, case_sensitive,
+                        snapshot_id, ref, as_of_timestamp, options, limit)
 
     def snapshot_as_of(self, timestamp_ms: int) -> Snapshot | None:
         """The table's current snapshot at ``timestamp_ms``, from the snapshot log: the last
