@@ -1,0 +1,458 @@
+"""Iceberg schemas as Spark ``StructType``s whose fields carry their Iceberg field IDs, and back.
+
+Spec, *Schemas and Data Types*: "A table's schema is a list of named columns. All data types are
+either primitives or nested types, which are maps, lists, or structs." *Nested Types*: every
+struct field, list element, map key and map value "has an integer id that is unique in the table
+schema".
+
+Field IDs live in ``StructField`` metadata under ``parquet.field.id``, the key Spark's Parquet
+reader resolves columns by when ``spark.sql.parquet.fieldId.read.enabled`` is set (spec,
+*Column Projection*: "Columns in Iceberg data files are selected by field id"). Spark keeps
+metadata only on struct fields, so the ID of a list element or map key/value is kept in the
+metadata of the ``StructField`` that holds the list or map, under ``icepark.element``,
+``icepark.key`` and ``icepark.value``: each a dict of the same shape (its own
+``parquet.field.id``, its own type marker, and its own children if it is a list or map).
+A field's doc is Spark's ``comment``; defaults are their Appendix D JSON text under
+``icepark.initial-default`` / ``icepark.write-default``; an identifier field is marked
+``icepark.identifier``. So :func:`to_iceberg` of :func:`to_spark` gives the schema back exactly.
+
+Type mapping (the *table layout*, what DataFrames of a table look like):
+
+* boolean, int, long, float, double, decimal(P,S), date, string, binary: Spark's types of the
+  same name; timestamp is ``TimestampNTZType``, timestamptz ``TimestampType`` (UTC session).
+* time is ``TimeType(6)``. PySpark 4.1+ has it, behind ``spark.sql.timeType.enabled`` (off by
+  default; with it off any use fails with ``UNSUPPORTED_TIME_TYPE``). Measured on 4.3: with it
+  on, Spark's Parquet reader reads Iceberg's ``int64 TIME_MICROS`` columns into it, vectorized
+  and not, and its writer writes ``TIME(MICROS, adjustToUtc=false)`` as the spec requires.
+* uuid is ``StringType`` (``f79c3e09-677c-4bbd-a479-3f349cb785e7``), as Iceberg's Spark runtime
+  exposes it, marked ``icepark.type: uuid``. Measured: Spark's Parquet reader cannot read
+  ``FIXED_LEN_BYTE_ARRAY(16) UUID`` as a string (the vectorized reader fails, the other returns
+  the raw bytes as text), but reads it as ``BinaryType``. So the *read layout*
+  (:func:`read_schema`) has uuid as ``BinaryType`` and :func:`read_columns` turns it into the
+  string in the same projection (``lower(hex(b))`` and four dashes: native, no Python worker).
+  :func:`file_columns` is the inverse, for writers that need the 16 bytes.
+* fixed(L) is ``BinaryType`` marked ``icepark.type: fixed[L]`` (Spark has no fixed-length binary;
+  its reader reads ``FIXED_LEN_BYTE_ARRAY`` as binary).
+* list is ``ArrayType(containsNull=not element_required)``, map is
+  ``MapType(valueContainsNull=not value_required)`` (Spark map keys are never null: "Map keys
+  are required"), struct is ``StructType``; ``nullable`` is ``not required``.
+
+>>> from icepark.spec.types import LONG, STRING, UUID, ListType, NestedField
+>>> schema = Schema.of(NestedField.required(1, "id", LONG, doc="key"),
+...                    NestedField.optional(2, "tags", ListType(3, UUID, element_required=False)))
+>>> spark = to_spark(schema)
+>>> spark["id"].metadata
+{'parquet.field.id': 1, 'comment': 'key'}
+>>> spark["tags"].dataType.simpleString(), spark["tags"].metadata["icepark.element"]
+('array<string>', {'parquet.field.id': 3, 'icepark.type': 'uuid'})
+>>> read_schema(schema)["tags"].dataType.simpleString()
+'array<binary>'
+>>> to_iceberg(spark) == schema
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
+
+from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.spec.schema import Schema, SchemaVisitor, assign_fresh_ids, index_by_name, visit
+from icepark.spec.types import (
+    BINARY,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TypeId,
+    parse_primitive,
+)
+from icepark.spec.values import from_json, to_json
+
+FIELD_ID = "parquet.field.id"
+"""The metadata key Spark's Parquet reader and writer use for a column's field ID."""
+DOC = "comment"
+TYPE = "icepark.type"
+INITIAL_DEFAULT = "icepark.initial-default"
+WRITE_DEFAULT = "icepark.write-default"
+IDENTIFIER = "icepark.identifier"
+ELEMENT = "icepark.element"
+KEY = "icepark.key"
+VALUE = "icepark.value"
+
+Layout = Literal["table", "read"]
+_Meta = dict[str, Any]
+
+_PRIMITIVES: Mapping[TypeId, T.DataType] = {
+    TypeId.BOOLEAN: T.BooleanType(),
+    TypeId.INT: T.IntegerType(),
+    TypeId.LONG: T.LongType(),
+    TypeId.FLOAT: T.FloatType(),
+    TypeId.DOUBLE: T.DoubleType(),
+    TypeId.DATE: T.DateType(),
+    TypeId.TIME: T.TimeType(6),
+    TypeId.TIMESTAMP: T.TimestampNTZType(),
+    TypeId.TIMESTAMPTZ: T.TimestampType(),
+    TypeId.STRING: T.StringType(),
+    TypeId.BINARY: T.BinaryType(),
+}
+_MAX_SPARK_PRECISION = 38
+
+
+def to_spark(schema: Schema | StructType) -> T.StructType:
+    """The table layout of ``schema``: a ``StructType`` with every ID in field metadata."""
+    result = to_spark_type(schema.as_struct() if isinstance(schema, Schema) else schema)
+    assert isinstance(result, T.StructType)
+    return _mark_identifiers(result, schema)
+
+
+def read_schema(schema: Schema | StructType) -> T.StructType:
+    """The read layout of ``schema``, to pass to ``spark.read.schema(...)``: as
+    :func:`to_spark`, but uuid is ``BinaryType`` (what Spark's Parquet reader can read)."""
+    result = to_spark_type(schema.as_struct() if isinstance(schema, Schema) else schema, "read")
+    assert isinstance(result, T.StructType)
+    return _mark_identifiers(result, schema)
+
+
+def to_spark_type(t: IcebergType, layout: Layout = "table") -> T.DataType:
+    """The Spark type of an Iceberg type (metadata only on the struct fields inside it).
+
+    >>> to_spark_type(PrimitiveType.decimal(9, 2)).simpleString()
+    'decimal(9,2)'
+    """
+    data_type, _ = visit(t, _ToSpark(layout))
+    assert isinstance(data_type, T.DataType)
+    return data_type
+
+
+def _mark_identifiers(struct: T.StructType, schema: Schema | StructType) -> T.StructType:
+    if not isinstance(schema, Schema) or not schema.identifier_field_ids:
+        return struct
+    ids = frozenset(schema.identifier_field_ids)
+
+    def mark(s: T.StructType) -> T.StructType:
+        fields = []
+        for f in s.fields:
+            data_type = mark(f.dataType) if isinstance(f.dataType, T.StructType) else f.dataType
+            metadata = dict(f.metadata)
+            if metadata.get(FIELD_ID) in ids:
+                metadata[IDENTIFIER] = True
+            fields.append(T.StructField(f.name, data_type, f.nullable, metadata))
+        return T.StructType(fields)
+
+    return mark(struct)
+
+
+# The visitor's result: a Spark type (or StructField) and the metadata describing the type's
+# list/map children and type marker, which the enclosing field's metadata takes in.
+_Result = tuple[Any, _Meta]
+
+
+class _ToSpark(SchemaVisitor[_Result]):
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    def struct(self, struct: StructType, field_results: list[_Result]) -> _Result:
+        return T.StructType([f for f, _ in field_results]), {}
+
+    def field(self, f: NestedField, field_result: _Result) -> _Result:
+        data_type, type_meta = field_result
+        metadata: _Meta = {FIELD_ID: f.field_id, **type_meta}
+        if f.doc is not None:
+            metadata[DOC] = f.doc
+        for key, default in ((INITIAL_DEFAULT, f.initial_default),
+                             (WRITE_DEFAULT, f.write_default)):
+            if default is not None:
+                metadata[key] = json.dumps(to_json(f.field_type, default))
+        return T.StructField(f.name, data_type, not f.is_required, metadata), {}
+
+    def list(self, list_type: ListType, element_result: _Result) -> _Result:
+        element, meta = element_result
+        return (T.ArrayType(element, not list_type.element_required),
+                {ELEMENT: {FIELD_ID: list_type.element_id, **meta}})
+
+    def map(self, map_type: MapType, key_result: _Result, value_result: _Result) -> _Result:
+        (key, key_meta), (value, value_meta) = key_result, value_result
+        return (T.MapType(key, value, not map_type.value_required),
+                {KEY: {FIELD_ID: map_type.key_id, **key_meta},
+                 VALUE: {FIELD_ID: map_type.value_id, **value_meta}})
+
+    def primitive(self, primitive: PrimitiveType) -> _Result:
+        match primitive.type_id:
+            case TypeId.DECIMAL:
+                if not 0 <= primitive.scale <= primitive.precision:
+                    raise UnsupportedFeature(
+                        f"Cannot represent {primitive} in Spark: Spark decimals need "
+                        f"0 <= scale <= precision")
+                return T.DecimalType(primitive.precision, primitive.scale), {}
+            case TypeId.UUID:
+                spark_type = T.BinaryType() if self.layout == "read" else T.StringType()
+                return spark_type, {TYPE: str(primitive)}
+            case TypeId.FIXED:
+                return T.BinaryType(), {TYPE: str(primitive)}
+            case tid:
+                return _PRIMITIVES[tid], {}
+
+
+def to_iceberg(struct: T.StructType, *, fresh_ids: bool = False, schema_id: int = 0) -> Schema:
+    """The Iceberg schema of a Spark ``StructType``.
+
+    Field IDs, docs, defaults, identifier fields and the uuid/fixed markers are read from the
+    metadata :func:`to_spark` writes. A Spark schema without any field ID (a DataFrame's, to
+    create a table from), or any schema with ``fresh_ids``, gets new IDs from 1, assigned as
+    :func:`icepark.spec.schema.assign_fresh_ids` does. A schema with only some IDs is an error.
+    Spark's ``ByteType``/``ShortType`` become int and ``CharType``/``VarcharType`` string.
+
+    >>> print(to_iceberg(T.StructType([T.StructField("a", T.ArrayType(T.ShortType(), False)),
+    ...                                T.StructField("b", T.DateType())])))
+    table {
+      1: a: optional list<int>
+      2: b: optional date
+    }
+    """
+    given = list(_given_ids(struct))
+    present = [i is not None for i in given]
+    if any(present) and not all(present) and not fresh_ids:
+        raise ValidationError(
+            "Cannot convert a Spark schema where only some fields carry "
+            f"{FIELD_ID!r} metadata; pass fresh_ids=True to assign new IDs to all of them")
+    fresh = fresh_ids or not any(present)
+    converter = _ToIceberg(fresh)
+    converted = converter.struct(struct)
+    identifiers = converter.identifiers
+    if fresh:
+        counter = itertools.count(1)
+        renumbered = assign_fresh_ids(converted, lambda: next(counter))
+        assert isinstance(renumbered, StructType)
+        old_names = {fid: name for name, fid in index_by_name(converted).items()}
+        new_ids = index_by_name(renumbered)
+        identifiers = [new_ids[old_names[i]] for i in identifiers]
+        converted = renumbered
+    return Schema(converted.fields, schema_id, tuple(identifiers))
+
+
+def _given_ids(struct: T.StructType) -> Iterator[Any]:
+    """The field ID (or None) of every struct field, list element and map key/value."""
+    for f in struct.fields:
+        yield f.metadata.get(FIELD_ID)
+        yield from _child_ids(f.dataType, f.metadata)
+
+
+def _child_ids(data_type: T.DataType, metadata: Mapping[str, Any]) -> Iterator[Any]:
+    match data_type:
+        case T.StructType():
+            yield from _given_ids(data_type)
+        case T.ArrayType():
+            element = metadata.get(ELEMENT, {})
+            yield element.get(FIELD_ID)
+            yield from _child_ids(data_type.elementType, element)
+        case T.MapType():
+            for key, child in ((KEY, data_type.keyType), (VALUE, data_type.valueType)):
+                meta = metadata.get(key, {})
+                yield meta.get(FIELD_ID)
+                yield from _child_ids(child, meta)
+
+
+class _ToIceberg:
+    """Converts Spark types; with ``fresh`` every ID is a unique negative placeholder."""
+
+    def __init__(self, fresh: bool) -> None:
+        self.fresh = fresh
+        self.placeholders = itertools.count(-1, -1)
+        self.identifiers: list[int] = []
+
+    def field_id(self, metadata: Mapping[str, Any]) -> int:
+        if self.fresh:
+            return next(self.placeholders)
+        value = metadata[FIELD_ID]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError(f"Invalid {FIELD_ID} {value!r}: must be an integer")
+        return value
+
+    def struct(self, struct: T.StructType) -> StructType:
+        fields = []
+        for f in struct.fields:
+            fid = self.field_id(f.metadata)
+            if f.metadata.get(IDENTIFIER):
+                self.identifiers.append(fid)
+            field_type = self.type(f.dataType, f.metadata, f.name)
+            initial, write = (_default(field_type, f.metadata.get(key), f.name)
+                              for key in (INITIAL_DEFAULT, WRITE_DEFAULT))
+            fields.append(NestedField(fid, f.name, field_type, not f.nullable,
+                                      f.metadata.get(DOC), initial, write))
+        return StructType(tuple(fields))
+
+    def type(self, data_type: T.DataType, metadata: Mapping[str, Any],
+             name: str) -> IcebergType:
+        marker = metadata.get(TYPE)
+        if marker is not None:
+            return _marked(data_type, marker, name)
+        match data_type:
+            case T.StructType():
+                return self.struct(data_type)
+            case T.ArrayType():
+                element = metadata.get(ELEMENT, {})
+                return ListType(self.field_id(element),
+                                self.type(data_type.elementType, element, name),
+                                not data_type.containsNull)
+            case T.MapType():
+                key, value = metadata.get(KEY, {}), metadata.get(VALUE, {})
+                key_id = self.field_id(key)
+                key_type = self.type(data_type.keyType, key, name)
+                value_id = self.field_id(value)
+                return MapType(key_id, key_type, value_id,
+                               self.type(data_type.valueType, value, name),
+                               not data_type.valueContainsNull)
+            case T.DecimalType():
+                return PrimitiveType.decimal(data_type.precision, data_type.scale)
+            case _:
+                found = _ICEBERG_PRIMITIVES.get(type(data_type))
+                if found is None:
+                    raise UnsupportedFeature(
+                        f"Cannot convert column {name!r} of Spark type "
+                        f"{data_type.simpleString()} to an Iceberg type")
+                return found
+
+
+def _default(t: IcebergType, text: Any, name: str) -> Any:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValidationError(f"Invalid default of {name!r}: expected JSON text, got {text!r}")
+    return from_json(t, json.loads(text))
+
+
+_ICEBERG_PRIMITIVES: Mapping[type[T.DataType], PrimitiveType] = {
+    T.BooleanType: BOOLEAN, T.ByteType: INT, T.ShortType: INT, T.IntegerType: INT,
+    T.LongType: LONG, T.FloatType: FLOAT, T.DoubleType: DOUBLE, T.DateType: DATE,
+    T.TimeType: TIME, T.TimestampNTZType: TIMESTAMP, T.TimestampType: TIMESTAMPTZ,
+    T.StringType: STRING, T.CharType: STRING, T.VarcharType: STRING, T.BinaryType: BINARY,
+}
+
+
+def _marked(data_type: T.DataType, marker: Any, name: str) -> PrimitiveType:
+    """A uuid or fixed type from its ``icepark.type`` marker, checked against the Spark type."""
+    t = parse_primitive(marker) if isinstance(marker, str) else None
+    allowed: tuple[type[T.DataType], ...] = ()
+    if t == UUID:
+        allowed = (T.StringType, T.BinaryType)
+    elif t is not None and t.type_id is TypeId.FIXED:
+        allowed = (T.BinaryType,)
+    if t is None or not isinstance(data_type, allowed):
+        raise ValidationError(
+            f"Column {name!r} of Spark type {data_type.simpleString()} cannot have "
+            f"{TYPE}={marker!r}: uuid is string or binary, fixed[L] is binary")
+    return t
+
+
+def uuid_to_string(col: Column) -> Column:
+    """16 uuid bytes (big endian, as stored) as the canonical lower-case uuid string."""
+    digits = F.lower(F.hex(col))
+    return F.concat(*(F.substring(digits, start, length) if i == 0 else
+                      F.concat(F.lit("-"), F.substring(digits, start, length))
+                      for i, (start, length) in enumerate(_UUID_GROUPS)))
+
+
+_UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+_UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+def uuid_to_bytes(col: Column) -> Column:
+    """A uuid string as its 16 bytes; anything but ``8-4-4-4-12`` hex digits fails the job."""
+    return (F.when(col.isNull(), F.lit(None).cast(T.BinaryType()))
+            .when(col.rlike(_UUID_PATTERN), F.unhex(F.regexp_replace(col, "-", "")))
+            .otherwise(F.raise_error(F.concat(F.lit("Invalid uuid value: "), col))))
+
+
+def read_columns(schema: Schema) -> list[Column]:
+    """Columns that turn a DataFrame read with :func:`read_schema` into the table layout
+    (uuid bytes become strings, also inside structs, lists and maps); use with ``select``."""
+    return _convert_columns(schema, uuid_to_string, "read")
+
+
+def file_columns(schema: Schema) -> list[Column]:
+    """The inverse of :func:`read_columns`: a table-layout DataFrame in the read layout."""
+    return _convert_columns(schema, uuid_to_bytes, "table")
+
+
+def _convert_columns(schema: Schema, convert: Callable[[Column], Column],
+                     source: Layout) -> list[Column]:
+    target = read_schema(schema) if source == "table" else to_spark(schema)
+    columns = []
+    for f, spark_field in zip(schema.fields, target.fields, strict=True):
+        col = F.col(_quote(f.name))
+        if _has_uuid(f.field_type):
+            col = _convert(col, f.field_type, spark_field.dataType, convert).alias(
+                f.name, metadata=spark_field.metadata)
+        columns.append(col)
+    return columns
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _has_uuid(t: IcebergType) -> bool:
+    match t:
+        case PrimitiveType():
+            return t.type_id is TypeId.UUID
+        case StructType():
+            return any(_has_uuid(f.field_type) for f in t.fields)
+        case ListType():
+            return _has_uuid(t.element_type)
+        case _:
+            return _has_uuid(t.key_type) or _has_uuid(t.value_type)
+
+
+def _convert(col: Column, t: IcebergType, target: Any,
+             convert: Callable[[Column], Column]) -> Column:
+    """``col`` with ``convert`` applied to every uuid in it (structs, lists and maps too).
+
+    A struct holding a uuid is rebuilt field by field, each aliased with its metadata from the
+    ``target`` Spark type (so the field IDs stay for Spark's Parquet writer), null where the
+    struct is null.
+    """
+    match t:
+        case PrimitiveType(type_id=TypeId.UUID):
+            return convert(col)
+        case StructType():
+            fields = []
+            for f, spark_field in zip(t.fields, target.fields, strict=True):
+                inner = col.getField(f.name)
+                if _has_uuid(f.field_type):
+                    inner = _convert(inner, f.field_type, spark_field.dataType, convert)
+                fields.append(inner.alias(f.name, metadata=spark_field.metadata))
+            return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+        case ListType():
+            element, element_target = t.element_type, target.elementType
+            return F.transform(col, lambda e: _convert(e, element, element_target, convert))
+        case MapType():
+            if _has_uuid(t.key_type):
+                key, key_target = t.key_type, target.keyType
+                col = F.transform_keys(col, lambda k, _: _convert(k, key, key_target, convert))
+            if _has_uuid(t.value_type):
+                value, value_target = t.value_type, target.valueType
+                col = F.transform_values(
+                    col, lambda _, v: _convert(v, value, value_target, convert))
+            return col
+        case _:
+            return col
