@@ -1,0 +1,169 @@
+"""The ``icepark`` Python data source (writer side): ``df.write.format("icepark")``.
+
+>>> # spark.dataSource.register(IcebergDataSource)
+>>> # (df.write.format("icepark").option("catalog.uri", "sqlite:///c.db")
+>>> #    .option("catalog.warehouse", "/wh").mode("append").save("db.events"))
+
+Options:
+
+* ``catalog``: the catalog name (default ``default``); catalog properties as
+  ``catalog.<key>`` (``catalog.uri``, ``catalog.warehouse``, ``catalog.type``) or bare ``uri``,
+  ``warehouse``, ``type``; the table identifier is the ``save`` path;
+* ``branch``: the branch to commit to (default ``main``);
+* ``snapshot-property.<key>``: extra snapshot summary entries;
+* with ``mode("overwrite")``: ``overwrite-mode`` ``dynamic`` replaces the partitions present in
+  the written data, and ``overwrite-filter`` replaces the rows matching a filter (every written
+  row must match it); without either, every row of the table is replaced.
+
+Each task streams its Arrow batches into data file writers
+(:func:`icepark.spark.write_tasks.write_batches`, one open writer per partition: a data source
+gets rows in their original order) and returns a commit message of ``DataFile`` records;
+``commit`` runs once on the driver with every message and commits one snapshot
+(:func:`icepark.spark.write.commit_files`). ``abort`` deletes every file of the job -- those
+in the messages and those found by the job UUID in the file names -- unless a snapshot of the
+table records the job as committed (a commit whose outcome was unknown). Spec, *Optimistic
+Concurrency*: "If the snapshot on which an update is based is no longer current, the writer
+must retry the update based on the new current version", which the commit does.
+
+The schema is checked by name before any task runs (:func:`icepark.spark.write.check_schema`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+from icepark.catalog import BaseCatalog, load_catalog
+from icepark.errors import ValidationError
+from icepark.expressions import Expr
+from icepark.spark.write import check_schema, commit_files, committed_job, head_id, new_task
+from icepark.spark.write_tasks import WriteTask, delete_job_files, write_batches
+from icepark.spec.manifest import DataFile
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table.validation import as_expr
+
+_CATALOG_KEYS = ("uri", "warehouse", "type")
+_SNAPSHOT_PROPERTY = "snapshot-property."
+
+
+@dataclass(frozen=True)
+class DataFilesMessage(WriterCommitMessage):
+    """One task's commit message: the data files it wrote."""
+
+    files: tuple[DataFile, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """The parsed options of one write (plain values; the catalog is loaded where needed)."""
+
+    table: str
+    catalog_name: str
+    catalog_properties: Mapping[str, str]
+    branch: str
+    snapshot_properties: Mapping[str, str]
+    overwrite_mode: str | None
+    overwrite_filter: str | None
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> WriteOptions:
+        table = options.get("path") or options.get("table")
+        if not table:
+            raise ValidationError("Name the table: .save('db.table') or option('table', ...)")
+        catalog: dict[str, str] = {}
+        snapshot: dict[str, str] = {}
+        for key, value in options.items():
+            lower = key.lower()
+            if lower.startswith("catalog."):
+                catalog[key[len("catalog."):]] = value
+            elif lower in _CATALOG_KEYS:
+                catalog.setdefault(lower, value)
+            elif lower.startswith(_SNAPSHOT_PROPERTY):
+                snapshot[key[len(_SNAPSHOT_PROPERTY):]] = value
+        mode = options.get("overwrite-mode")
+        if mode is not None and mode.lower() not in ("static", "dynamic"):
+            raise ValidationError(f"Invalid overwrite-mode {mode!r}: use static or dynamic")
+        return WriteOptions(
+            table=table, catalog_name=options.get("catalog", "default"),
+            catalog_properties=catalog, branch=options.get("branch", MAIN_BRANCH),
+            snapshot_properties=snapshot,
+            overwrite_mode=None if mode is None else mode.lower(),
+            overwrite_filter=options.get("overwrite-filter"))
+
+    def catalog(self) -> BaseCatalog:
+        return load_catalog(self.catalog_name, **self.catalog_properties)
+
+
+class IcebergDataSource(DataSource):
+    """``format("icepark")``: writes to an icepark catalog table (see the module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "icepark"
+
+    def writer(self, schema: Any, overwrite: bool) -> IcebergWriter:
+        return IcebergWriter(WriteOptions.parse(dict(self.options)), schema, overwrite)
+
+
+class IcebergWriter(DataSourceArrowWriter):
+    """Writes in the tasks, commits once on the driver, deletes the job's files on abort."""
+
+    def __init__(self, options: WriteOptions, schema: Any, overwrite: bool) -> None:
+        self.options = options
+        table = options.catalog().load_table(options.table)
+        metadata = table.metadata
+        check_schema(schema, metadata.schema())
+        if overwrite:
+            if options.overwrite_mode == "dynamic":
+                if options.overwrite_filter is not None:
+                    raise ValidationError("Use overwrite-filter or overwrite-mode=dynamic, "
+                                          "not both")
+                self.mode = "dynamic"
+            else:
+                self.mode = "overwrite"
+        elif options.overwrite_filter is not None or options.overwrite_mode is not None:
+            raise ValidationError("overwrite-filter and overwrite-mode need mode('overwrite')")
+        else:
+            self.mode = "append"
+        row_filter: Expr | None = None
+        if self.mode == "overwrite" and options.overwrite_filter is not None:
+            row_filter = as_expr(options.overwrite_filter)
+        self.row_filter = row_filter
+        self.start_snapshot_id = head_id(metadata, options.branch)
+        self.task: WriteTask = new_task(metadata, row_filter=row_filter)
+
+    def write(self, iterator: Iterator[Any]) -> DataFilesMessage:
+        return DataFilesMessage(tuple(write_batches(self.task, iterator)))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        files = _files(messages)
+        table = self.options.catalog().load_table(self.options.table)
+        commit_files(table, files, self.mode, self.row_filter, job_id=self.task.job_id,
+                     start_snapshot_id=self.start_snapshot_id, branch=self.options.branch,
+                     snapshot_properties=self.options.snapshot_properties)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Delete the job's files, unless the table shows the job committed (or cannot be
+        loaded to tell: then the outcome is unknown and nothing is deleted)."""
+        try:
+            table = self.options.catalog().load_table(self.options.table)
+        except Exception:  # unknown state: keep every file
+            return
+        if committed_job(table.metadata, self.task.job_id):
+            return
+        with contextlib.suppress(Exception):
+            delete_job_files(table.io, self.task.data_path, self.task.job_id,
+                             [f.file_path for f in _files(messages)])
+
+
+def _files(messages: list[WriterCommitMessage | None]) -> list[DataFile]:
+    return [f for m in messages if isinstance(m, DataFilesMessage) for f in m.files]
+
+
+def register(spark: Any) -> None:
+    """Register the ``icepark`` format with ``spark``."""
+    spark.dataSource.register(IcebergDataSource)

@@ -1,0 +1,352 @@
+"""Writing a Spark DataFrame to an Iceberg table: files written in the tasks, one commit.
+
+The pipeline (:func:`write`):
+
+1. **Check by name, before any file exists.** The DataFrame's columns are matched to the table
+   schema by name, nested too (:func:`icepark.table.writes.check_columns` and the Arrow
+   conformer on an empty batch of the DataFrame's Arrow schema). Spec, *Schema Evolution*, the
+   allowed promotions are the only casts (int to long, float to double, decimal precision
+   widening); spec, *Default values*: "The write default for a field must be written if a
+   field is not supplied to a write. If the write default for a required field is not set, the
+   writer must fail." A column the table does not have is an error unless ``merge_schema``,
+   which first adds it (``update_schema().union_by_name``). Nulls in a required column fail
+   the job in the task that meets them, naming the column, before anything is committed.
+2. **Partition values as Spark columns** (:func:`icepark.spark.transforms.partition_columns`,
+   bit-exact with the spec's transforms), then the distribution of the table property
+   ``write.distribution-mode``: ``hash`` (the default for a partitioned table, as the
+   reference implementation) repartitions by the partition values, ``range`` range-partitions
+   by partition values and sort keys (the default for an unpartitioned table with a sort
+   order), ``none`` keeps the DataFrame's partitioning. Each task's rows are then sorted by
+   partition values and the table's default sort order, whose ID is recorded in every file.
+3. **Files are written in the tasks** by ``mapInArrow`` (:mod:`icepark.spark.write_tasks`),
+   which returns pickled ``DataFile`` records; the driver collects them and commits once. On
+   any failure every file of the job is deleted (found by the job UUID in the file names);
+   on :class:`~icepark.errors.CommitStateUnknown` nothing is.
+4. **Modes**: ``append`` ("Only data files were added and no files were removed");
+   ``overwrite`` with a filter (every written row must match it, checked in the tasks; files
+   whose rows all match it are removed in the same ``overwrite`` snapshot) or without one
+   (every live file is removed); ``dynamic`` replaces exactly the partitions present in the
+   written files: the live data files of the default spec whose partition tuple equals one of
+   the new files' tuples are removed.
+
+Measured (DESIGN.md, and ``benchmarks/bench_spark_write.py``): moving rows from the JVM to the
+Python workers bounds this path at about 0.5-0.6x of Spark's own Parquet writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import pickle
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
+
+from icepark.errors import CommitStateUnknown, ValidationError
+from icepark.expressions import ALWAYS_TRUE, Expr
+from icepark.io.arrow_schema import to_arrow_schema
+from icepark.io.arrow_transforms import from_python_values
+from icepark.io.manifest import read_manifest
+from icepark.spark.schema import file_columns, to_iceberg, to_spark_type
+from icepark.spark.transforms import partition_columns, transform_column
+from icepark.spark.write_tasks import (
+    PARTITION_PREFIX,
+    RECORD_COLUMN,
+    WriteTask,
+    delete_job_files,
+    map_function,
+)
+from icepark.spec.manifest import DataFile, ManifestContent
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
+from icepark.spec.types import NestedField, PrimitiveType, TypeId
+from icepark.table.snapshot_producer import branch_head, snapshot_manifests
+from icepark.table.table import Table
+from icepark.table.validation import as_expr
+from icepark.table.writes import check_columns, prepare, prepare_empty
+
+DISTRIBUTION_MODE = "write.distribution-mode"
+"""Table property: ``none``, ``hash`` or ``range`` (see the module docstring)."""
+MODES = ("append", "overwrite", "dynamic")
+JOB_ID_PROPERTY = "icepark.write-job-id"
+"""Snapshot summary property: the UUID of the write job that committed the snapshot."""
+_SORT_PREFIX = "__icepark_sort_"
+
+
+def write(df: DataFrame, table: Table, mode: str = "append", *,
+          overwrite_filter: str | Expr | None = None, branch: str = MAIN_BRANCH,
+          snapshot_properties: Mapping[str, str] | None = None,
+          merge_schema: bool = False) -> Table:
+    """Write ``df`` to ``table`` in one snapshot (see the module docstring) and return the
+    table, refreshed to the new version.
+
+    ``mode`` is ``append``, ``overwrite`` (by ``overwrite_filter``, default: everything) or
+    ``dynamic`` (replace the partitions present in the written data).
+    """
+    if mode not in MODES:
+        raise ValidationError(f"Unknown write mode {mode!r}: use one of {', '.join(MODES)}")
+    if overwrite_filter is not None and mode != "overwrite":
+        raise ValidationError(f"An overwrite filter needs mode 'overwrite', not {mode!r}")
+    if merge_schema:
+        merge_columns(df, table)
+    metadata = table.metadata
+    schema = metadata.schema()
+    row_filter = as_expr(overwrite_filter) if mode == "overwrite" else None
+    if row_filter is not None and row_filter != ALWAYS_TRUE:
+        from icepark.expressions import bind  # noqa: PLC0415
+
+        bind(row_filter, schema)  # unknown columns fail now, before any file
+    prepared = conform(df, schema)
+    task = new_task(metadata, row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
+                    presorted=True)
+    files: list[DataFile] = []
+    try:
+        rows = distribute(prepared, metadata).mapInArrow(
+            map_function(task), T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())]))
+        files = collect_files(rows)
+        commit_files(table, files, mode, row_filter, job_id=task.job_id,
+                     start_snapshot_id=head_id(metadata, branch), branch=branch,
+                     snapshot_properties=snapshot_properties)
+    except CommitStateUnknown:
+        raise
+    except BaseException as e:
+        delete_job_files(table.io, task.data_path, task.job_id, [f.file_path for f in files])
+        converted = _as_validation_error(e)
+        if converted is e:
+            raise
+        raise converted from e
+    return table
+
+
+def new_task(metadata: TableMetadata, *, row_filter: Expr | None = None,
+             presorted: bool = False, case_sensitive: bool = True,
+             io_properties: Mapping[str, str] | None = None) -> WriteTask:
+    """The task value of a new write job to ``metadata``'s current schema and default spec."""
+    order = metadata.sort_order()
+    return WriteTask(
+        job_id=str(uuid.uuid4()), table_location=metadata.location,
+        properties=dict(metadata.properties), schema=metadata.schema(), spec=metadata.spec(),
+        sort_order_id=None if order.is_unsorted else order.order_id, presorted=presorted,
+        row_filter=row_filter, case_sensitive=case_sensitive,
+        io_properties=dict(io_properties or {}))
+
+
+def collect_files(rows: DataFrame) -> list[DataFile]:
+    """The ``DataFile`` records a write job returned."""
+    return [pickle.loads(row[0]) for row in rows.collect()]  # our own records
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+def merge_columns(df: DataFrame, table: Table) -> None:
+    """Add the DataFrame's columns the table does not have (``union_by_name``; new IDs)."""
+    incoming = to_iceberg(df.schema, fresh_ids=True)
+    table.update_schema().union_by_name(incoming).commit()
+
+
+def arrow_schema_of(df_schema: Any) -> Any:
+    """The Arrow schema Spark hands Python workers for ``df_schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow  # noqa: PLC0415
+
+    return spark_to_arrow(df_schema, timezone="UTC")
+
+
+def check_schema(df_schema: Any, schema: Schema) -> None:
+    """Raise :class:`ValidationError` naming the first column of ``df_schema`` (a Spark
+    ``StructType``) that cannot be written to ``schema``: an extra column, a missing required
+    one without a write-default, or a type that is not the same or an allowed promotion."""
+    arrow_in = arrow_schema_of(df_schema)
+    try:
+        check_columns(arrow_in, schema.fields)
+    except ValidationError as e:
+        if "not in the table schema" in str(e):
+            raise ValidationError(f"{e}: add them with merge_schema=True or drop them") from None
+        raise
+    prepare(prepare_empty(arrow_in), schema, to_arrow_schema(schema))
+
+
+def conform(df: DataFrame, schema: Schema) -> DataFrame:
+    """``df`` checked (:func:`check_schema`) and selected into the table's top-level column
+    order: allowed promotions cast, missing columns filled with their write-default or null.
+    Nested write-defaults and casts are applied to the Arrow batches in the tasks."""
+    check_schema(df.schema, schema)
+    given = {f.name: f for f in df.schema.fields}
+    columns = []
+    for f in schema.fields:
+        target = to_spark_type(f.field_type)
+        present = given.get(f.name)
+        if present is None:
+            col = _default_column(f).cast(target)
+        else:
+            col = F.col(_quoted(f.name))
+            if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
+                col = col.cast(target)
+        columns.append(col.alias(f.name))
+    return df.select(*columns)
+
+
+def _default_column(f: NestedField) -> Column:
+    if f.write_default is None:
+        return F.lit(None)
+    value = from_python_values([f.write_default], f.field_type).to_pylist()[0]
+    if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UUID:
+        value = str(value)
+    return F.lit(value)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# ----------------------------------------------------------------------------- distribution
+
+
+def distribution_mode(metadata: TableMetadata) -> str:
+    """``write.distribution-mode``, defaulting as the reference implementation does."""
+    spec, order = metadata.spec(), metadata.sort_order()
+    default = "hash" if spec.fields else "none" if order.is_unsorted else "range"
+    mode = metadata.properties.get(DISTRIBUTION_MODE, default).strip().lower()
+    if mode not in ("none", "hash", "range"):
+        raise ValidationError(f"Invalid table property {DISTRIBUTION_MODE}={mode!r}: use none, "
+                              "hash or range")
+    return mode
+
+
+def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
+    """``df`` (in the table layout) with partition value columns appended, distributed by
+    ``write.distribution-mode`` and sorted within each task by partition values and the
+    default sort order; then in the file layout (uuid as bytes) for the writers."""
+    schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
+    parts = [c.alias(f"{PARTITION_PREFIX}{i}")
+             for i, c in enumerate(partition_columns(spec, schema, df))]
+    sorts = _sort_columns(order, schema)
+    frame = df.select("*", *parts, *(c.alias(f"{_SORT_PREFIX}{i}")
+                                     for i, (c, _) in enumerate(sorts)))
+    part_names = [F.col(f"{PARTITION_PREFIX}{i}") for i in range(len(parts))]
+    sort_keys = [_ordered(F.col(f"{_SORT_PREFIX}{i}"), field)
+                 for i, (_, field) in enumerate(sorts)]
+    mode = distribution_mode(metadata)
+    if mode == "hash" and part_names:
+        frame = frame.repartition(*part_names)
+    elif mode == "range" and (part_names or sort_keys):
+        frame = frame.repartitionByRange(*[c.asc_nulls_first() for c in part_names], *sort_keys)
+    if part_names or sort_keys:
+        frame = frame.sortWithinPartitions(*[c.asc_nulls_first() for c in part_names],
+                                           *sort_keys)
+    return frame.select(*file_columns(schema), *part_names)
+
+
+def _sort_columns(order: SortOrder, schema: Schema) -> list[tuple[Column, Any]]:
+    columns = []
+    for f in order.fields:
+        source = schema.find_field(f.source_id)
+        first, *rest = _path(schema, f.source_id)
+        col = F.col(_quoted(first))
+        for part in rest:
+            col = col.getField(part)
+        columns.append((transform_column(f.transform, source.field_type, col), f))
+    return columns
+
+
+def _path(schema: Schema, field_id: int) -> list[str]:
+    names: list[str] = []
+    current: int | None = field_id
+    while current is not None:
+        names.append(schema.find_field(current).name)
+        current = schema.parent_id(current)
+    return names[::-1]
+
+
+def _ordered(col: Column, f: Any) -> Column:
+    nulls_first = f.null_order is NullOrder.NULLS_FIRST
+    if f.direction is SortDirection.ASC:
+        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
+    return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
+
+
+# ----------------------------------------------------------------------------- commit
+
+
+def commit_files(table: Table, files: list[DataFile], mode: str, row_filter: Expr | None, *,
+                 job_id: str, start_snapshot_id: int | None, branch: str = MAIN_BRANCH,
+                 snapshot_properties: Mapping[str, str] | None = None) -> None:
+    """Commit ``files`` to ``table`` in one snapshot of ``mode`` (see the module docstring).
+
+    ``start_snapshot_id`` is the branch head the job started from (an overwrite fails if data
+    matching its filter was added since); ``job_id`` goes to the summary as
+    :data:`JOB_ID_PROPERTY`, so an abort can tell a committed job from a failed one.
+    """
+    properties = {**(snapshot_properties or {}), JOB_ID_PROPERTY: job_id}
+    if mode == "append":
+        table.new_append(branch=branch, snapshot_properties=properties) \
+            .append_files(files).commit()
+        return
+    if mode == "dynamic":
+        properties.setdefault("replace-partitions", "true")
+    overwrite = table.new_overwrite(branch=branch, snapshot_properties=properties)
+    if mode == "dynamic":
+        overwrite.delete_files(files_in_partitions(table, table.metadata, files, branch))
+    else:
+        overwrite.delete_where(row_filter or ALWAYS_TRUE) \
+            .validate_no_conflicting_appends(start_snapshot_id)
+    overwrite.add_files(files).commit()
+
+
+def committed_job(metadata: TableMetadata, job_id: str) -> bool:
+    """Whether a snapshot of ``metadata`` was committed by the write job ``job_id``."""
+    return any(s.summary is not None and s.summary.properties.get(JOB_ID_PROPERTY) == job_id
+               for s in metadata.snapshots)
+
+
+def head_id(metadata: TableMetadata, branch: str) -> int | None:
+    """The ID of the snapshot a commit to ``branch`` would build on (None: empty)."""
+    head = branch_head(metadata, branch)
+    return None if head is None else head.snapshot_id
+
+
+def files_in_partitions(table: Table, metadata: TableMetadata, files: list[DataFile],
+                        branch: str) -> list[DataFile]:
+    """The live data files of ``branch`` in the same spec and partition as one of ``files``."""
+    wanted = {(f.spec_id, _key(f.partition)) for f in files}
+    specs = {s.spec_id: s for s in metadata.partition_specs}
+    spec_ids = {spec_id for spec_id, _ in wanted}
+    found = []
+    for manifest in snapshot_manifests(table.io, branch_head(metadata, branch)):
+        if manifest.content is not ManifestContent.DATA or \
+                manifest.partition_spec_id not in spec_ids:
+            continue
+        for entry in read_manifest(table.io, manifest, specs_by_id=specs, discard_deleted=True):
+            data_file = entry.data_file
+            if (data_file.spec_id, _key(data_file.partition)) in wanted:
+                found.append(data_file)
+    return found
+
+
+def _key(partition: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(("nan",) if isinstance(v, float) and math.isnan(v) else v for v in partition)
+
+
+_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*)")
+
+
+def _as_validation_error(error: BaseException) -> BaseException:
+    """A task's :class:`ValidationError`, re-raised on the driver as one (Spark wraps it)."""
+    if isinstance(error, ValidationError):
+        return error
+    with contextlib.suppress(Exception):
+        match = _TASK_ERROR.search(str(error))
+        if match:
+            return ValidationError(match.group(1).strip())
+    return error
+
+
+__all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "commit_files", "committed_job",
+           "conform", "distribute", "head_id", "new_task", "write"]
