@@ -114,7 +114,7 @@ def test_docs_defaults_and_identifier_fields_are_kept() -> None:
         identifier_field_ids=[1])
     spark = to_spark(schema)
     assert spark["id"].metadata["comment"] == "row key"
-    assert spark["id"].metadata["icepark.identifier"] is True
+    assert spark["id"].metadata["icepark.identifier"] == 0
     inner = spark["s"].dataType
     assert isinstance(inner, T.StructType)
     assert json.loads(inner["d"].metadata["icepark.initial-default"]) == "14.20"

@@ -25,7 +25,6 @@ from icepark.spark.schema import FIELD_ID, to_spark, to_spark_type
 from icepark.spark.transforms import (
     ZERO_SEED_KEY,
     decimal_hashes,
-    finish_hashes,
     hash_column,
     partition_columns,
     transform_column,
@@ -222,19 +221,6 @@ def test_appendix_b_hash_vectors(time_type: SparkSession) -> None:
 def test_zero_seed_key() -> None:
     """Spark's ``hash(k, x)`` hashes ``x`` seeded with ``hash(k)``; this key's hash is 0."""
     assert mmh3.hash(ZERO_SEED_KEY.to_bytes(4, "little", signed=True), 42) == 0
-
-
-@given(st.lists(st.binary(max_size=11), max_size=50))
-def test_finish_hashes_completes_murmur3(values: list[bytes]) -> None:
-    """The UDF's kernel, from the whole-block hash and the tail, equals Murmur3 of the bytes."""
-    packed = []
-    for v in values:
-        aligned = len(v) - len(v) % 4
-        blocks = mmh3.hash(v[:aligned], 0)
-        packed.append((blocks << 32) | (len(v) % 4) << 24 | int.from_bytes(v[-3:], "big"))
-    result = finish_hashes(np.array(packed, np.int64))
-    assert result.tolist() == [mmh3.hash(v, 0) for v in values]
-    assert result.tolist() == [hash_value(BINARY, v) for v in values]
 
 
 @given(st.lists(st.integers(-(10**38) + 1, 10**38 - 1) | st.integers(-300, 300), max_size=50))

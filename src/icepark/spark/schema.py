@@ -14,7 +14,8 @@ metadata of the ``StructField`` that holds the list or map, under ``icepark.elem
 ``parquet.field.id``, its own type marker, and its own children if it is a list or map).
 A field's doc is Spark's ``comment``; defaults are their Appendix D JSON text under
 ``icepark.initial-default`` / ``icepark.write-default``; an identifier field is marked
-``icepark.identifier``. So :func:`to_iceberg` of :func:`to_spark` gives the schema back exactly.
+``icepark.identifier`` (its position among the identifier fields). So :func:`to_iceberg` of
+:func:`to_spark` gives the schema back exactly.
 
 Type mapping (the *table layout*, what DataFrames of a table look like):
 
@@ -27,9 +28,11 @@ Type mapping (the *table layout*, what DataFrames of a table look like):
 * uuid is ``StringType`` (``f79c3e09-677c-4bbd-a479-3f349cb785e7``), as Iceberg's Spark runtime
   exposes it, marked ``icepark.type: uuid``. Measured: Spark's Parquet reader cannot read
   ``FIXED_LEN_BYTE_ARRAY(16) UUID`` as a string (the vectorized reader fails, the other returns
-  the raw bytes as text), but reads it as ``BinaryType``. So the *read layout*
-  (:func:`read_schema`) has uuid as ``BinaryType`` and :func:`read_columns` turns it into the
-  string in the same projection (``lower(hex(b))`` and four dashes: native, no Python worker).
+  the raw bytes as text), but reads it as ``BinaryType`` (except that the row-based reader,
+  used when the vectorized one is off or the schema is too wide for it, fails on a uuid inside
+  a list). So the *read layout* (:func:`read_schema`) has uuid as ``BinaryType`` and
+  :func:`read_columns` turns it into the string in the same projection (``lower(hex(b))`` and
+  four dashes: native, no Python worker).
   :func:`file_columns` is the inverse, for writers that need the 16 bytes.
 * fixed(L) is ``BinaryType`` marked ``icepark.type: fixed[L]`` (Spark has no fixed-length binary;
   its reader reads ``FIXED_LEN_BYTE_ARRAY`` as binary).
@@ -115,22 +118,17 @@ _PRIMITIVES: Mapping[TypeId, T.DataType] = {
     TypeId.STRING: T.StringType(),
     TypeId.BINARY: T.BinaryType(),
 }
-_MAX_SPARK_PRECISION = 38
 
 
 def to_spark(schema: Schema | StructType) -> T.StructType:
     """The table layout of ``schema``: a ``StructType`` with every ID in field metadata."""
-    result = to_spark_type(schema.as_struct() if isinstance(schema, Schema) else schema)
-    assert isinstance(result, T.StructType)
-    return _mark_identifiers(result, schema)
+    return _struct_to_spark(schema, "table")
 
 
 def read_schema(schema: Schema | StructType) -> T.StructType:
     """The read layout of ``schema``, to pass to ``spark.read.schema(...)``: as
     :func:`to_spark`, but uuid is ``BinaryType`` (what Spark's Parquet reader can read)."""
-    result = to_spark_type(schema.as_struct() if isinstance(schema, Schema) else schema, "read")
-    assert isinstance(result, T.StructType)
-    return _mark_identifiers(result, schema)
+    return _struct_to_spark(schema, "read")
 
 
 def to_spark_type(t: IcebergType, layout: Layout = "table") -> T.DataType:
@@ -144,22 +142,12 @@ def to_spark_type(t: IcebergType, layout: Layout = "table") -> T.DataType:
     return data_type
 
 
-def _mark_identifiers(struct: T.StructType, schema: Schema | StructType) -> T.StructType:
-    if not isinstance(schema, Schema) or not schema.identifier_field_ids:
-        return struct
-    ids = frozenset(schema.identifier_field_ids)
-
-    def mark(s: T.StructType) -> T.StructType:
-        fields = []
-        for f in s.fields:
-            data_type = mark(f.dataType) if isinstance(f.dataType, T.StructType) else f.dataType
-            metadata = dict(f.metadata)
-            if metadata.get(FIELD_ID) in ids:
-                metadata[IDENTIFIER] = True
-            fields.append(T.StructField(f.name, data_type, f.nullable, metadata))
-        return T.StructType(fields)
-
-    return mark(struct)
+def _struct_to_spark(schema: Schema | StructType, layout: Layout) -> T.StructType:
+    identifiers = schema.identifier_field_ids if isinstance(schema, Schema) else ()
+    struct = schema.as_struct() if isinstance(schema, Schema) else schema
+    result, _ = visit(struct, _ToSpark(layout, {fid: i for i, fid in enumerate(identifiers)}))
+    assert isinstance(result, T.StructType)
+    return result
 
 
 # The visitor's result: a Spark type (or StructField) and the metadata describing the type's
@@ -168,8 +156,9 @@ _Result = tuple[Any, _Meta]
 
 
 class _ToSpark(SchemaVisitor[_Result]):
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, identifiers: Mapping[int, int] | None = None) -> None:
         self.layout = layout
+        self.identifiers = identifiers or {}  # field ID -> position among identifier fields
 
     def struct(self, struct: StructType, field_results: list[_Result]) -> _Result:
         return T.StructType([f for f, _ in field_results]), {}
@@ -179,6 +168,8 @@ class _ToSpark(SchemaVisitor[_Result]):
         metadata: _Meta = {FIELD_ID: f.field_id, **type_meta}
         if f.doc is not None:
             metadata[DOC] = f.doc
+        if f.field_id in self.identifiers:
+            metadata[IDENTIFIER] = self.identifiers[f.field_id]
         for key, default in ((INITIAL_DEFAULT, f.initial_default),
                              (WRITE_DEFAULT, f.write_default)):
             if default is not None:
@@ -238,7 +229,7 @@ def to_iceberg(struct: T.StructType, *, fresh_ids: bool = False, schema_id: int 
     fresh = fresh_ids or not any(present)
     converter = _ToIceberg(fresh)
     converted = converter.struct(struct)
-    identifiers = converter.identifiers
+    identifiers = [fid for _, fid in sorted(converter.identifiers)]
     if fresh:
         counter = itertools.count(1)
         renumbered = assign_fresh_ids(converted, lambda: next(counter))
@@ -278,7 +269,7 @@ class _ToIceberg:
     def __init__(self, fresh: bool) -> None:
         self.fresh = fresh
         self.placeholders = itertools.count(-1, -1)
-        self.identifiers: list[int] = []
+        self.identifiers: list[tuple[int, int]] = []  # (position, field ID)
 
     def field_id(self, metadata: Mapping[str, Any]) -> int:
         if self.fresh:
@@ -292,8 +283,9 @@ class _ToIceberg:
         fields = []
         for f in struct.fields:
             fid = self.field_id(f.metadata)
-            if f.metadata.get(IDENTIFIER):
-                self.identifiers.append(fid)
+            position = f.metadata.get(IDENTIFIER)
+            if position is not None and position is not False:
+                self.identifiers.append((int(position), fid))
             field_type = self.type(f.dataType, f.metadata, f.name)
             initial, write = (_default(field_type, f.metadata.get(key), f.name)
                               for key in (INITIAL_DEFAULT, WRITE_DEFAULT))

@@ -9,6 +9,7 @@ What icepark needs from Spark (measured facts in DESIGN.md):
   microsecond precision; Spark's default INT96 is not allowed in Iceberg data files.
 - Python workers must run the driver's interpreter (``PYSPARK_PYTHON``).
 - ``spark.sql.session.timeZone=UTC``: ``timestamptz`` values are stored as UTC.
+- ``spark.sql.timeType.enabled``: Iceberg ``time`` columns are Spark ``TimeType(6)``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
+    # Iceberg's ``time`` maps to Spark's TimeType, which PySpark 4.x keeps behind this flag.
+    "spark.sql.timeType.enabled": "true",
 }
 
 
