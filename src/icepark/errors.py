@@ -39,5 +39,16 @@ class CommitStateUnknown(IcebergError):  # noqa: N818
     """The commit may or may not have been applied; nothing may be cleaned up."""
 
 
+class FileNotFound(IcebergError, FileNotFoundError):  # noqa: N818
+    """A file that must exist (to read, or to measure) does not; the message names it."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(f"File does not exist: {location}")
+        self.location = location
+
+    def __reduce__(self) -> tuple[type[FileNotFound], tuple[str]]:
+        return FileNotFound, (self.location,)
+
+
 class CorruptFile(IcebergError):  # noqa: N818
     """A metadata or data file cannot be decoded."""

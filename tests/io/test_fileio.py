@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from icepark.errors import AlreadyExists, IcebergError, UnsupportedFeature
-from icepark.io.fileio import ArrowFileIO, FileNotFound, s3_options
+from icepark.errors import AlreadyExists, FileNotFound, IcebergError, UnsupportedFeature
+from icepark.io.fileio import ArrowFileIO, s3_options
 
 
 @pytest.mark.parametrize("scheme", ["", "file://"])

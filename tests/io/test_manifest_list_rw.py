@@ -9,8 +9,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from icepark.errors import CorruptFile, ValidationError
-from icepark.io.fileio import ArrowFileIO, FileNotFound
+from icepark.errors import CorruptFile, FileNotFound, ValidationError
+from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER
 from icepark.io.manifest_list import (
     assign_sequence_numbers,

@@ -12,9 +12,9 @@ from typing import Any
 import fastavro
 import pytest
 
-from icepark.errors import CorruptFile, ValidationError
+from icepark.errors import CorruptFile, FileNotFound, ValidationError
 from icepark.io.avro_schema import to_avro
-from icepark.io.fileio import ArrowFileIO, FileNotFound
+from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import (
     BLOCK_ROWS,
     UNASSIGNED_SEQUENCE_NUMBER,

@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icepark.errors import ValidationError
+from icepark.errors import FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
-from icepark.io.fileio import FileNotFound
 from icepark.io.manifest import read_manifest
 from icepark.spec.manifest import ManifestContent
 from icepark.spec.metadata import SnapshotLogEntry

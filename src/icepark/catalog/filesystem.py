@@ -69,12 +69,13 @@ from icepark.errors import (
     AlreadyExists,
     CommitFailed,
     CommitStateUnknown,
+    FileNotFound,
     NoSuchNamespace,
     NoSuchTable,
     UnsupportedFeature,
     ValidationError,
 )
-from icepark.io.fileio import FileIO, FileNotFound
+from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.serde import table_metadata_to_json
 from icepark.table.commit import CommitResult, Identifier

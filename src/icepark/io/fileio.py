@@ -41,18 +41,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from icepark.errors import AlreadyExists, IcebergError, UnsupportedFeature
-
-
-class FileNotFound(IcebergError, FileNotFoundError):  # noqa: N818 - reads as a noun
-    """A file that must exist (to read, or to measure) does not; the message names it."""
-
-    def __init__(self, location: str) -> None:
-        super().__init__(f"File does not exist: {location}")
-        self.location = location
-
-    def __reduce__(self) -> tuple[type[FileNotFound], tuple[str]]:
-        return FileNotFound, (self.location,)
+from icepark.errors import AlreadyExists, FileNotFound, UnsupportedFeature
 
 
 @dataclass(frozen=True, slots=True)
