@@ -91,7 +91,18 @@ def _compressor(codec: str, level: int | None) -> Any:
         import zstandard  # noqa: PLC0415 - optional dependency, only for this codec
     except ImportError:
         raise UnsupportedFeature("The zstandard codec needs the 'zstandard' package") from None
-    return zstandard.ZstdCompressor(level=3 if level is None else level).compress
+    zstd_level = 3 if level is None else level
+    local = threading.local()
+
+    def zstd(data: bytes) -> bytes:
+        # "ZstdCompressor instances are not thread safe": blocks are compressed on several
+        # threads at once, so each thread keeps its own.
+        compressor = getattr(local, "compressor", None)
+        if compressor is None:
+            compressor = local.compressor = zstandard.ZstdCompressor(level=zstd_level)
+        return bytes(compressor.compress(data))
+
+    return zstd
 
 
 def _map_of_bytes(entries: Mapping[str, bytes]) -> bytes:
