@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -144,13 +144,15 @@ def _map_column(maps: Sequence[Mapping[int, Any] | None]) -> ListColumn:
         present = [m for m in maps if m is not None]
         lengths: list[int | None] = [None if m is None else len(m) for m in maps]
     else:
-        present = maps  # type: ignore[assignment]  # no None in it
+        present = cast("Sequence[Mapping[int, Any]]", maps)  # no None in it
         lengths = list(map(len, present))
     keys: Any = list(chain.from_iterable(present))
     if present and keys == list(present[0]) * len(present):  # the same columns in every file
         keys = np.tile(np.fromiter(present[0], np.int64, len(present[0])), len(present))
     try:
-        values = list(chain.from_iterable(map(dict.values, present)))  # type: ignore[arg-type]
+        # dict.values over real dicts is the fast path; other Mappings raise TypeError.
+        dicts = cast("Sequence[dict[int, Any]]", present)
+        values = list(chain.from_iterable(map(dict.values, dicts)))
     except TypeError:  # a Mapping that is not a dict
         values = [v for m in present for v in m.values()]
     return ListColumn(lengths, StructColumn({"key": keys, "value": values}, len(values)))
