@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 from icepark.catalog import FilesystemCatalog, SqlCatalog
 from icepark.catalog.base import BaseCatalog
 from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
 from icepark.table import updates as u
-from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import now_ms
 from icepark.table.table import Table
 
@@ -123,7 +123,7 @@ def live_data_files(table: Table, snapshot: Snapshot | None = None) -> list[Data
     snapshot = snapshot or table.current_snapshot()
     if snapshot is None:
         return []
-    return [e.data_file for m in manifests_of(table.io, snapshot)
+    return [e.data_file for m in snapshot_manifests(table.io, snapshot)
             for e in read_manifest(table.io, m, discard_deleted=True)]
 
 

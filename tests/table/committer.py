@@ -16,7 +16,7 @@ from pathlib import Path
 from icepark.errors import CommitFailed, CommitStateUnknown, NoSuchTable
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import ManifestWriter, read_manifest
-from icepark.io.manifest_list import write_manifest_list
+from icepark.io.manifest_list import snapshot_manifests, write_manifest_list
 from icepark.spec.manifest import DataFile, FileContent, FileFormat, ManifestContent, ManifestFile
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpecBuilder
@@ -25,7 +25,6 @@ from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
 from icepark.table import updates as u
 from icepark.table.commit import CommitResult, Identifier
-from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import MetadataBuilder, now_ms
 from icepark.table.table import Table
 from icepark.table.updates import TableRequirement, TableUpdate, check_requirement
@@ -152,7 +151,7 @@ def land_snapshot(committer: InMemoryCommitter, table: Table, added: Sequence[st
     sequence_number = md.last_sequence_number + 1 if md.format_version >= 2 else 0
     gone = {_path(table, name) for name in removed}
     manifests: list[ManifestFile] = []
-    for manifest in [] if parent is None else manifests_of(io, parent):
+    for manifest in [] if parent is None else snapshot_manifests(io, parent):
         entries = [e for e in read_manifest(io, manifest) if e.is_live]
         if not gone & {e.data_file.file_path for e in entries}:
             manifests.append(manifest)
@@ -202,5 +201,5 @@ def _path(table: Table, name: str) -> str:
 
 def live_files(table: Table, snapshot: Snapshot) -> set[str]:
     """The data and delete files live in a snapshot."""
-    return {e.data_file.file_path for m in manifests_of(table.io, snapshot)
+    return {e.data_file.file_path for m in snapshot_manifests(table.io, snapshot)
             for e in read_manifest(table.io, m, discard_deleted=True)}

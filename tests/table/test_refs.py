@@ -11,10 +11,10 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from icepark.errors import AlreadyExists, CommitFailed, CommitStateUnknown, ValidationError
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.serde.metadata_json import table_metadata_to_json
 from icepark.spec.snapshots import Operation, RefType, Snapshot, SnapshotRef
 from icepark.table import updates as u
-from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import now_ms
 from icepark.table.refs import CherryPick, ManageSnapshots
 from icepark.table.table import Table
@@ -413,7 +413,7 @@ def test_pyiceberg_reads_a_cherry_picked_and_expired_table(
     assert picked.summary is not None
     assert picked.summary["source-snapshot-id"] == str(history.s4.snapshot_id)
     assert sorted(m.manifest_path for m in picked.manifests(oracle.io)) == sorted(
-        m.manifest_path for m in manifests_of(table.io, current))
+        m.manifest_path for m in snapshot_manifests(table.io, current))
 
 
 def test_pyiceberg_plans_the_cherry_picked_files(table: Table, history: History,

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from icepark.errors import FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
 from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent
 from icepark.spec.metadata import SnapshotLogEntry
 from icepark.spec.partitioning import PartitionSpecBuilder
@@ -307,19 +308,19 @@ def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> 
     planner = t.scan(row_filter="id > 2").planner()
     planner.workers = 2
     snapshot = t.current()
-    parallel = list(planner.plan(scan_module.snapshot_manifests(t.io, snapshot)))
+    parallel = list(planner.plan(snapshot_manifests(t.io, snapshot)))
     planner.workers = 1
-    sequential = list(planner.plan(scan_module.snapshot_manifests(t.io, snapshot)))
+    sequential = list(planner.plan(snapshot_manifests(t.io, snapshot)))
     assert parallel == sequential
     assert {name_of(x.data_file) for x in parallel} == {f"f{i}" for i in range(3, 8)}
     assert all([name_of(d) for d in x.delete_files] == (["eq"] if x.partition == ("a",) else [])
                for x in parallel)
-    lost = [m for m in scan_module.snapshot_manifests(t.io, snapshot)
+    lost = [m for m in snapshot_manifests(t.io, snapshot)
             if m.content is ManifestContent.DATA][-1]
     os.remove(lost.manifest_path)
     planner.workers = 2
     with pytest.raises(FileNotFound, match=lost.manifest_path):  # raised in a worker
-        list(planner.plan(scan_module.snapshot_manifests(t.io, snapshot)))
+        list(planner.plan(snapshot_manifests(t.io, snapshot)))
 
 
 # ------------------------------------------------------------------------ errors
@@ -329,7 +330,7 @@ def test_missing_manifest_is_an_error_naming_it(tmp_path: Path) -> None:
     t = ScanTable(tmp_path)
     t.append(t.file("a"))
     t.append(t.file("b"))
-    manifests = scan_module.snapshot_manifests(t.io, t.current())
+    manifests = snapshot_manifests(t.io, t.current())
     lost = next(m for m in manifests if m.content is ManifestContent.DATA)
     os.remove(lost.manifest_path)
     with pytest.raises(FileNotFound, match=lost.manifest_path):

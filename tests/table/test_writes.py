@@ -19,6 +19,7 @@ from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
 from icepark.io.arrow_transforms import source_column, to_python_values
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import FormatVersion
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
@@ -44,7 +45,6 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import MetadataBuilder
 from icepark.table.table import Table, TableTransaction
 from icepark.table.writes import BoundFastAppend, BoundMergeAppend, write_files
@@ -136,7 +136,7 @@ def data_files(table: Table, snapshot: Snapshot | None = None) -> list[DataFile]
     snapshot = snapshot or table.current_snapshot()
     if snapshot is None:
         return []
-    return [e.data_file for m in manifests_of(table.io, snapshot)
+    return [e.data_file for m in snapshot_manifests(table.io, snapshot)
             for e in read_manifest(table.io, m, discard_deleted=True)]
 
 

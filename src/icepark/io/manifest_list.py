@@ -32,10 +32,11 @@ from icepark.io.avro_encoder import ListColumn, StructColumn
 from icepark.io.avro_file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec, open_reader
 from icepark.io.avro_schema import to_avro
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER
+from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER, read_manifest_metadata
 from icepark.io.manifest_codec import field_names
 from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
 from icepark.spec.metadata import FormatVersion
+from icepark.spec.snapshots import Snapshot
 from icepark.spec.types import BINARY, BOOLEAN, INT, LONG, STRING, ListType, NestedField, StructType
 
 FIELD_SUMMARY = StructType((
@@ -201,3 +202,20 @@ def _manifest_file(record: dict[str, Any], ids: dict[int, str], summary: dict[in
             for s in partitions),
         key_metadata=get(519),
     )
+
+
+def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
+    """The manifests of a snapshot, read from storage: its manifest list, or, for a v1
+    snapshot without one, its inline ``manifests`` ("A list of manifest file locations"), whose
+    counts are unknown. No snapshot has no manifests; a missing file raises ``FileNotFound``
+    naming it."""
+    if snapshot is None:
+        return []
+    if snapshot.manifest_list is not None:
+        return read_manifest_list(file_io, snapshot.manifest_list)
+    out = []
+    for location in snapshot.manifests:
+        spec = read_manifest_metadata(file_io, location).spec
+        out.append(ManifestFile(location, file_io.new_input(location).length(),
+                                0 if spec is None else spec.spec_id, snapshot.snapshot_id))
+    return out

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import read_manifest, read_manifest_metadata
-from icepark.io.manifest_list import read_manifest_list
+from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
@@ -211,17 +211,6 @@ class ExpireResult:
                 *self.deleted_manifest_lists, *self.deleted_statistics_files)
 
 
-def manifests_of(file_io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
-    """A snapshot's manifests: its manifest list, or the v1 inline ``manifests`` ("A list of
-    manifest file locations")."""
-    if snapshot.manifest_list is not None:
-        return read_manifest_list(file_io, snapshot.manifest_list)
-    out = []
-    for location in snapshot.manifests:
-        spec = read_manifest_metadata(file_io, location).spec
-        out.append(ManifestFile(location, file_io.new_input(location).length(),
-                                0 if spec is None else spec.spec_id, snapshot.snapshot_id))
-    return out
 
 
 def _inside(location: str, table_location: str) -> bool:
@@ -245,7 +234,7 @@ def delete_unreachable_files(file_io: FileIO, base: TableMetadata,
         lists = {s.manifest_list for s in committed.snapshots if s.manifest_list}
         manifests: dict[str, ManifestFile] = {}
         for snapshot in committed.snapshots:
-            manifests.update((m.manifest_path, m) for m in manifests_of(file_io, snapshot))
+            manifests.update((m.manifest_path, m) for m in snapshot_manifests(file_io, snapshot))
     except Exception as e:  # any failure means: delete nothing
         return ExpireResult(error=f"Cannot read the retained snapshots' manifests, so no file "
                                   f"was deleted: {type(e).__name__}: {e}")
@@ -253,7 +242,7 @@ def delete_unreachable_files(file_io: FileIO, base: TableMetadata,
     doomed_manifests: dict[str, ManifestFile] = {}
     for snapshot in expired:
         try:
-            own = manifests_of(file_io, snapshot)
+            own = snapshot_manifests(file_io, snapshot)
         except Exception:  # already gone: nothing of it to find
             continue
         if snapshot.manifest_list and snapshot.manifest_list not in lists:

@@ -37,12 +37,13 @@ from collections.abc import Iterator, Mapping
 from icepark.errors import ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, and_
 from icepark.io.fileio import FileIO
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent, ManifestFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, ancestors_of
 from icepark.table.delete_index import DeleteIndex
-from icepark.table.scan import ManifestPlanner, as_expr, select_columns, snapshot_manifests
+from icepark.table.scan import ManifestPlanner, as_expr, select_columns
 from icepark.table.tasks import CombinedScanTask, FileScanTask, plan_tasks, split_settings
 
 

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from icepark.errors import ValidationError
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import FileContent, ManifestContent, ManifestFile
 from icepark.spec.metadata import MetadataLogEntry, TableMetadata
 from icepark.spec.schema import Schema
@@ -65,7 +66,6 @@ from icepark.spec.types import (
     StructType,
 )
 from icepark.spec.values import from_bytes
-from icepark.table.expire import manifests_of
 from icepark.table.inspect_files import (
     ArrowBuilder,
     all_data_files,
@@ -288,7 +288,7 @@ def manifests(table: Table, snapshot_id: int | None = None) -> Any:
     by content: a data manifest has zero delete-file counts and the reverse."""
     snapshot = select_snapshot(table.metadata, snapshot_id)
     builder, rows = ArrowBuilder(MANIFESTS), _ManifestRows(table.metadata)
-    listed = [] if snapshot is None else manifests_of(table.io, snapshot)
+    listed = [] if snapshot is None else snapshot_manifests(table.io, snapshot)
     return builder.table([builder.batch([rows.row(m) for m in listed])])
 
 
@@ -299,7 +299,7 @@ def all_manifests(table: Table) -> Any:
     builder, rows = ArrowBuilder(ALL_MANIFESTS), _ManifestRows(md)
 
     def batches() -> Iterator[Any]:
-        listed = parallel_map(lambda s: (s.snapshot_id, manifests_of(table.io, s)),
+        listed = parallel_map(lambda s: (s.snapshot_id, snapshot_manifests(table.io, s)),
                               md.snapshots)
         for snapshot_id, found in listed:
             yield builder.batch([(*rows.row(m), snapshot_id) for m in found])
@@ -334,7 +334,7 @@ def partitions(table: Table, snapshot_id: int | None = None) -> Any:
     ptype = table_partition_type(md)
     coerce = partition_coercer(md, ptype) if ptype.fields else None
     stats: dict[tuple[Any, ...], list[Any]] = {}
-    listed = [] if snapshot is None else manifests_of(table.io, snapshot)
+    listed = [] if snapshot is None else snapshot_manifests(table.io, snapshot)
     for entries_of_manifest in read_entries(table.io, md, listed, live=True):
         for entry in entries_of_manifest:
             f = entry.data_file

@@ -48,6 +48,7 @@ from icepark.errors import ValidationError
 from icepark.io.arrow_schema import to_arrow_schema
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
     ManifestContent,
@@ -72,7 +73,6 @@ from icepark.spec.types import (
     TypeId,
 )
 from icepark.spec.values import from_bytes
-from icepark.table.expire import manifests_of
 from icepark.table.table import Table
 
 T = TypeVar("T")
@@ -183,7 +183,8 @@ def reachable_manifests(table: Table) -> Iterator[ManifestFile]:
     """Every manifest of every snapshot, each path once, oldest snapshot first (manifest
     lists are read in parallel)."""
     seen: set[str] = set()
-    for manifests in parallel_map(lambda s: manifests_of(table.io, s), table.metadata.snapshots):
+    for manifests in parallel_map(lambda s: snapshot_manifests(table.io, s),
+                                  table.metadata.snapshots):
         for manifest in manifests:
             if manifest.manifest_path not in seen:
                 seen.add(manifest.manifest_path)
@@ -441,7 +442,7 @@ def _files_table(table: Table, kind: str, manifests: Iterable[ManifestFile],
 
 def _snapshot_manifests(table: Table, snapshot_id: int | None) -> list[ManifestFile]:
     snapshot = select_snapshot(table.metadata, snapshot_id)
-    return [] if snapshot is None else manifests_of(table.io, snapshot)
+    return [] if snapshot is None else snapshot_manifests(table.io, snapshot)
 
 
 def files(table: Table, snapshot_id: int | None = None) -> Any:

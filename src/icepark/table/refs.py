@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from icepark.errors import AlreadyExists, ValidationError
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import ManifestWriter, read_manifest
-from icepark.io.manifest_list import write_manifest_list
+from icepark.io.manifest_list import snapshot_manifests, write_manifest_list
 from icepark.spec.manifest import DataFile, EntryStatus, ManifestContent, ManifestFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import (
@@ -52,7 +52,6 @@ from icepark.spec.snapshots import (
 )
 from icepark.table import updates as u
 from icepark.table.commit import Change
-from icepark.table.expire import manifests_of
 from icepark.table.metadata_builder import MetadataBuilder, now_ms
 from icepark.table.schema_change import Changes, PendingUpdate, Submit
 
@@ -353,7 +352,7 @@ class CherryPick:
         write_manifest_list(
             self._io, location, base.format_version, self._new_id,
             None if parent is None else parent.snapshot_id, sequence_number,
-            [*self._manifests, *([] if parent is None else manifests_of(self._io, parent))],
+            [*self._manifests, *([] if parent is None else snapshot_manifests(self._io, parent))],
             properties=base.properties)
         self._kept = {location, *(m.manifest_path for m in self._manifests)}
         snapshot = Snapshot(self._new_id, None if parent is None else parent.snapshot_id,
@@ -369,7 +368,7 @@ class CherryPick:
         """One new manifest per partition spec of the files ``picked`` added."""
         specs = {s.spec_id: s for s in base.partition_specs}
         added: dict[int, list[DataFile]] = {}
-        for manifest in manifests_of(self._io, picked):
+        for manifest in snapshot_manifests(self._io, picked):
             if (manifest.content is not ManifestContent.DATA
                     or manifest.added_snapshot_id != picked.snapshot_id):
                 continue

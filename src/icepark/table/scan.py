@@ -65,8 +65,8 @@ from icepark.expressions import (
     unbind,
 )
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import read_manifest, read_manifest_metadata
-from icepark.io.manifest_list import read_manifest_list
+from icepark.io.manifest import read_manifest
+from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -212,18 +212,6 @@ def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
 # ----------------------------------------------------------------------------- planning
 
 
-def snapshot_manifests(file_io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
-    """The manifests of a snapshot, read from storage: its manifest list, or, for a v1
-    snapshot without one, its ``manifests`` ("A list of manifest file locations"), whose
-    counts are unknown. A missing file raises ``FileNotFound`` naming it."""
-    if snapshot.manifest_list is not None:
-        return read_manifest_list(file_io, snapshot.manifest_list)
-    out = []
-    for path in snapshot.manifests:
-        meta = read_manifest_metadata(file_io, path)
-        out.append(ManifestFile(path, file_io.new_input(path).length(),
-                                meta.spec.spec_id if meta.spec else 0, snapshot.snapshot_id))
-    return out
 
 
 class ManifestPlanner:

@@ -39,13 +39,13 @@ from icepark.io.manifest import (
     UNASSIGNED_SEQUENCE_NUMBER,
     ManifestWriter,
     read_manifest,
-    read_manifest_metadata,
 )
 from icepark.io.manifest_list import (
     assign_sequence_numbers,
     read_manifest_list,
     write_manifest_list,
 )
+from icepark.io.manifest_list import snapshot_manifests as read_snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -86,18 +86,11 @@ def new_snapshot_id(taken: Mapping[int, object] | Iterable[int] = ()) -> int:
 
 
 def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
-    """The manifests of a snapshot: its manifest list, or, for a v1 snapshot without one, its
-    inline ``manifests`` ("A list of manifest file locations") with unknown counts."""
-    if snapshot is None:
-        return []
-    if snapshot.manifest_list is not None:
+    """The manifests of a snapshot, with its manifest list from a small cache (see
+    :func:`_manifest_list`); otherwise as :func:`icepark.io.manifest_list.snapshot_manifests`."""
+    if snapshot is not None and snapshot.manifest_list is not None:
         return list(_manifest_list(file_io, snapshot.manifest_list))
-    out = []
-    for path in snapshot.manifests:
-        meta = read_manifest_metadata(file_io, path)
-        out.append(ManifestFile(path, file_io.new_input(path).length(),
-                                meta.spec.spec_id if meta.spec else 0, snapshot.snapshot_id))
-    return out
+    return read_snapshot_manifests(file_io, snapshot)
 
 
 _LISTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
