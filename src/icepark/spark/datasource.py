@@ -1,10 +1,17 @@
-"""The ``icepark`` Python data source (writer side): ``df.write.format("icepark")``.
+"""The ``icepark`` Python data source: ``df.write.format("icepark")`` and
+``spark.read.format("icepark")``.
+
+The reader is :mod:`icepark.spark.datasource_read` (the portable one; the fast read path is
+:func:`icepark.spark.read.read`); the writer is below. Options shared by both are parsed in
+:mod:`icepark.spark.datasource_options`. :func:`register` also enables
+``spark.sql.python.filterPushdown.enabled``, without which Spark refuses a reader that pushes
+filters (``DATA_SOURCE_PUSHDOWN_DISABLED``).
 
 >>> # spark.dataSource.register(IcebergDataSource)
 >>> # (df.write.format("icepark").option("catalog.uri", "sqlite:///c.db")
 >>> #    .option("catalog.warehouse", "/wh").mode("append").save("db.events"))
 
-Options:
+Writer options:
 
 * ``catalog``: the catalog name (default ``default``); catalog properties as
   ``catalog.<key>`` (``catalog.uri``, ``catalog.warehouse``, ``catalog.type``) or bare ``uri``,
@@ -37,16 +44,17 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
-from icepark.catalog import BaseCatalog, load_catalog
+from icepark.catalog import BaseCatalog
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
+from icepark.spark.datasource_options import CatalogOptions, ReadOptions
+from icepark.spark.datasource_read import IcebergReader, open_scan, spark_schema
 from icepark.spark.write import check_schema, commit_files, committed_job, head_id, new_task
 from icepark.spark.write_tasks import WriteTask, delete_job_files, write_batches
 from icepark.spec.manifest import DataFile
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.validation import as_expr
 
-_CATALOG_KEYS = ("uri", "warehouse", "type")
 _SNAPSHOT_PROPERTY = "snapshot-property."
 
 
@@ -71,39 +79,40 @@ class WriteOptions:
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> WriteOptions:
-        table = options.get("path") or options.get("table")
-        if not table:
-            raise ValidationError("Name the table: .save('db.table') or option('table', ...)")
-        catalog: dict[str, str] = {}
+        target = CatalogOptions.parse(options)
         snapshot: dict[str, str] = {}
         for key, value in options.items():
-            lower = key.lower()
-            if lower.startswith("catalog."):
-                catalog[key[len("catalog."):]] = value
-            elif lower in _CATALOG_KEYS:
-                catalog.setdefault(lower, value)
-            elif lower.startswith(_SNAPSHOT_PROPERTY):
+            if key.lower().startswith(_SNAPSHOT_PROPERTY):
                 snapshot[key[len(_SNAPSHOT_PROPERTY):]] = value
         mode = options.get("overwrite-mode")
         if mode is not None and mode.lower() not in ("static", "dynamic"):
             raise ValidationError(f"Invalid overwrite-mode {mode!r}: use static or dynamic")
         return WriteOptions(
-            table=table, catalog_name=options.get("catalog", "default"),
-            catalog_properties=catalog, branch=options.get("branch", MAIN_BRANCH),
+            table=target.table, catalog_name=target.catalog_name,
+            catalog_properties=target.properties, branch=options.get("branch", MAIN_BRANCH),
             snapshot_properties=snapshot,
             overwrite_mode=None if mode is None else mode.lower(),
             overwrite_filter=options.get("overwrite-filter"))
 
     def catalog(self) -> BaseCatalog:
-        return load_catalog(self.catalog_name, **self.catalog_properties)
+        return CatalogOptions(self.table, self.catalog_name, self.catalog_properties).load()
 
 
 class IcebergDataSource(DataSource):
-    """``format("icepark")``: writes to an icepark catalog table (see the module docstring)."""
+    """``format("icepark")``: reads and writes an icepark catalog table (see the module
+    docstring)."""
 
     @classmethod
     def name(cls) -> str:
         return "icepark"
+
+    def schema(self) -> Any:
+        """The table's (or the chosen snapshot's) schema as a Spark ``StructType``."""
+        scan, _ = open_scan(ReadOptions.parse(dict(self.options)))
+        return spark_schema(scan)
+
+    def reader(self, schema: Any) -> IcebergReader:
+        return IcebergReader(ReadOptions.parse(dict(self.options)), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> IcebergWriter:
         return IcebergWriter(WriteOptions.parse(dict(self.options)), schema, overwrite)
@@ -164,6 +173,11 @@ def _files(messages: list[WriterCommitMessage | None]) -> list[DataFile]:
     return [f for m in messages if isinstance(m, DataFilesMessage) for f in m.files]
 
 
+FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: Any) -> None:
-    """Register the ``icepark`` format with ``spark``."""
+    """Register the ``icepark`` format with ``spark`` and enable Python data source filter
+    pushdown (:data:`FILTER_PUSHDOWN`), which its reader needs."""
+    spark.conf.set(FILTER_PUSHDOWN, "true")
     spark.dataSource.register(IcebergDataSource)

@@ -28,6 +28,9 @@ ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     # Iceberg's ``time`` maps to Spark's TimeType, which PySpark 4.x keeps behind this flag.
     "spark.sql.timeType.enabled": "true",
+    # the `icepark` data source's reader pushes filters into planning; Spark refuses a Python
+    # data source that implements pushFilters unless this is on
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 
