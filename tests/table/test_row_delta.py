@@ -86,6 +86,19 @@ def test_remove_deletes(tmp_path: Path) -> None:
     assert snap.summary.properties["total-delete-files"] == "0"
 
 
+def test_remove_rows_with_deletes_in_one_snapshot(tmp_path: Path) -> None:
+    c = seeded(tmp_path)
+    delta = RowDelta(IO, c.metadata).remove_rows("/d/a1") \
+        .add_deletes(data_file("/d/pos", "b", content=POS))
+    snap = c.commit(delta).current_snapshot()
+    assert snap is not None and snap.operation is Operation.OVERWRITE
+    assert live_paths(IO, snap) == {"/d/b1", "/d/pos"}
+    assert snap.summary is not None
+    assert snap.summary.properties["deleted-data-files"] == "1"
+    with pytest.raises(ValidationError, match="use remove_deletes"):
+        RowDelta(IO, c.metadata).remove_rows(data_file("/d/pos", "b", content=POS))
+
+
 def test_v1_tables_have_no_row_level_deletes(tmp_path: Path) -> None:
     c = seeded(tmp_path, format_version=1)
     with pytest.raises(ValidationError, match="not supported in v1"):

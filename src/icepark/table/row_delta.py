@@ -100,6 +100,14 @@ class RowDelta(MergingSnapshotProducer):
         self._add(delete_file)
         return self
 
+    def remove_rows(self, data_file: DataFile | str) -> Self:
+        """Remove a data file whose rows are all deleted (it must be live), instead of adding
+        position deletes for each of its rows."""
+        if isinstance(data_file, DataFile) and data_file.is_delete:
+            raise ValidationError(f"{data_file.file_path} is a delete file: use remove_deletes")
+        self._remove(data_file)
+        return self
+
     def remove_deletes(self, delete_file: DataFile | str) -> Self:
         """Remove a delete file that is no longer needed (it must be live)."""
         if isinstance(delete_file, DataFile) and not delete_file.is_delete:
