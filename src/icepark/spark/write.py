@@ -18,10 +18,18 @@ The pipeline (:func:`write`):
    by partition values and sort keys (the default for an unpartitioned table with a sort
    order), ``none`` keeps the DataFrame's partitioning. Each task's rows are then sorted by
    partition values and the table's default sort order, whose ID is recorded in every file.
-3. **Files are written in the tasks** by ``mapInArrow`` (:mod:`icepark.spark.write_tasks`),
-   which returns pickled ``DataFile`` records; the driver collects them and commits once. On
-   any failure every file of the job is deleted (found by the job UUID in the file names);
-   on :class:`~icepark.errors.CommitStateUnknown` nothing is.
+3. **Files are written** by one of two writers, then committed once:
+
+   * the **native writer** (:mod:`icepark.spark.native_write`): Spark's own Parquet writer,
+     used when every column gets a field ID and its Appendix A type from it (primitives but
+     uuid, fixed and time, and structs of them), unless the table property
+     ``write.spark.native-writer.enabled`` is ``false``; the driver builds the records from
+     the files' footers;
+   * the **Python-worker writer**: ``mapInArrow`` tasks (:mod:`icepark.spark.write_tasks`)
+     return pickled ``DataFile`` records (lists, maps, uuid, fixed, time, overwrite filters).
+
+   On any failure every file of the job is deleted (found by the job UUID in the file names,
+   or the native job's directory); on :class:`~icepark.errors.CommitStateUnknown` nothing is.
 4. **Modes**: ``append`` ("Only data files were added and no files were removed");
    ``overwrite`` with a filter (every written row must match it, checked in the tasks; files
    whose rows all match it are removed in the same ``overwrite`` snapshot) or without one
@@ -30,7 +38,7 @@ The pipeline (:func:`write`):
    the new files' tuples are removed.
 
 Measured (DESIGN.md, and ``benchmarks/bench_spark_write.py``): moving rows from the JVM to the
-Python workers bounds this path at about 0.5-0.6x of Spark's own Parquet writer.
+Python workers bounds the Python-worker writer at about 0.5-0.6x of Spark's own Parquet writer.
 """
 
 from __future__ import annotations
@@ -52,8 +60,10 @@ from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.arrow_schema import to_arrow_schema
 from icepark.io.arrow_transforms import from_python_values
 from icepark.io.manifest import read_manifest
+from icepark.spark.distribution import DISTRIBUTION_MODE, distributed, distribution_mode, quoted
+from icepark.spark.native_write import NATIVE_WRITER_PROPERTY, NativeWriteJob, ineligibility
 from icepark.spark.schema import file_columns, to_iceberg, to_spark_type
-from icepark.spark.transforms import partition_columns, transform_column
+from icepark.spark.transforms import partition_columns
 from icepark.spark.write_tasks import (
     PARTITION_PREFIX,
     RECORD_COLUMN,
@@ -65,19 +75,15 @@ from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
 from icepark.spec.types import NestedField, PrimitiveType, TypeId
 from icepark.table.snapshot_producer import branch_head, snapshot_manifests
 from icepark.table.table import Table
 from icepark.table.validation import as_expr
 from icepark.table.writes import check_columns, prepare, prepare_empty
 
-DISTRIBUTION_MODE = "write.distribution-mode"
-"""Table property: ``none``, ``hash`` or ``range`` (see the module docstring)."""
 MODES = ("append", "overwrite", "dynamic")
 JOB_ID_PROPERTY = "icepark.write-job-id"
 """Snapshot summary property: the UUID of the write job that committed the snapshot."""
-_SORT_PREFIX = "__icepark_sort_"
 
 
 def write(df: DataFrame, table: Table, mode: str = "append", *,
@@ -106,18 +112,28 @@ def write(df: DataFrame, table: Table, mode: str = "append", *,
     prepared = conform(df, schema)
     task = new_task(metadata, row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
                     presorted=True)
+    native = (NativeWriteJob(task.job_id, task.data_path)
+              if ineligibility(metadata, task.row_filter) is None else None)
     files: list[DataFile] = []
     try:
-        rows = distribute(prepared, metadata).mapInArrow(
-            map_function(task), T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())]))
-        files = collect_files(rows)
+        if native is not None:
+            files = native.write(prepared, metadata, table.io)
+        else:
+            rows = distribute(prepared, metadata).mapInArrow(
+                map_function(task),
+                T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())]))
+            files = collect_files(rows)
         commit_files(table, files, mode, row_filter, job_id=task.job_id,
                      start_snapshot_id=head_id(metadata, branch), branch=branch,
                      snapshot_properties=snapshot_properties)
     except CommitStateUnknown:
         raise
     except BaseException as e:
-        delete_job_files(table.io, task.data_path, task.job_id, [f.file_path for f in files])
+        if native is not None:
+            native.abort(table.io)
+        else:
+            delete_job_files(table.io, task.data_path, task.job_id,
+                             [f.file_path for f in files])
         converted = _as_validation_error(e)
         if converted is e:
             raise
@@ -186,7 +202,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         if present is None:
             col = _default_column(f).cast(target)
         else:
-            col = F.col(_quoted(f.name))
+            col = F.col(quoted(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
                 col = col.cast(target)
         columns.append(col.alias(f.name))
@@ -202,74 +218,19 @@ def _default_column(f: NestedField) -> Column:
     return F.lit(value)
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 # ----------------------------------------------------------------------------- distribution
-
-
-def distribution_mode(metadata: TableMetadata) -> str:
-    """``write.distribution-mode``, defaulting as the reference implementation does."""
-    spec, order = metadata.spec(), metadata.sort_order()
-    default = "hash" if spec.fields else "none" if order.is_unsorted else "range"
-    mode = metadata.properties.get(DISTRIBUTION_MODE, default).strip().lower()
-    if mode not in ("none", "hash", "range"):
-        raise ValidationError(f"Invalid table property {DISTRIBUTION_MODE}={mode!r}: use none, "
-                              "hash or range")
-    return mode
 
 
 def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
     """``df`` (in the table layout) with partition value columns appended, distributed by
     ``write.distribution-mode`` and sorted within each task by partition values and the
-    default sort order; then in the file layout (uuid as bytes) for the writers."""
-    schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
-    parts = [c.alias(f"{PARTITION_PREFIX}{i}")
+    default sort order (:func:`icepark.spark.distribution.distributed`); then in the file
+    layout (uuid as bytes) for the writers."""
+    schema, spec = metadata.schema(), metadata.spec()
+    parts = [(f"{PARTITION_PREFIX}{i}", c)
              for i, c in enumerate(partition_columns(spec, schema, df))]
-    sorts = _sort_columns(order, schema)
-    frame = df.select("*", *parts, *(c.alias(f"{_SORT_PREFIX}{i}")
-                                     for i, (c, _) in enumerate(sorts)))
-    part_names = [F.col(f"{PARTITION_PREFIX}{i}") for i in range(len(parts))]
-    sort_keys = [_ordered(F.col(f"{_SORT_PREFIX}{i}"), field)
-                 for i, (_, field) in enumerate(sorts)]
-    mode = distribution_mode(metadata)
-    if mode == "hash" and part_names:
-        frame = frame.repartition(*part_names)
-    elif mode == "range" and (part_names or sort_keys):
-        frame = frame.repartitionByRange(*[c.asc_nulls_first() for c in part_names], *sort_keys)
-    if part_names or sort_keys:
-        frame = frame.sortWithinPartitions(*[c.asc_nulls_first() for c in part_names],
-                                           *sort_keys)
-    return frame.select(*file_columns(schema), *part_names)
-
-
-def _sort_columns(order: SortOrder, schema: Schema) -> list[tuple[Column, Any]]:
-    columns = []
-    for f in order.fields:
-        source = schema.find_field(f.source_id)
-        first, *rest = _path(schema, f.source_id)
-        col = F.col(_quoted(first))
-        for part in rest:
-            col = col.getField(part)
-        columns.append((transform_column(f.transform, source.field_type, col), f))
-    return columns
-
-
-def _path(schema: Schema, field_id: int) -> list[str]:
-    names: list[str] = []
-    current: int | None = field_id
-    while current is not None:
-        names.append(schema.find_field(current).name)
-        current = schema.parent_id(current)
-    return names[::-1]
-
-
-def _ordered(col: Column, f: Any) -> Column:
-    nulls_first = f.null_order is NullOrder.NULLS_FIRST
-    if f.direction is SortDirection.ASC:
-        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
-    return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
+    frame = distributed(df, metadata, parts)
+    return frame.select(*file_columns(schema), *(F.col(name) for name, _ in parts))
 
 
 # ----------------------------------------------------------------------------- commit
@@ -348,5 +309,6 @@ def _as_validation_error(error: BaseException) -> BaseException:
     return error
 
 
-__all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "commit_files", "committed_job",
-           "conform", "distribute", "head_id", "new_task", "write"]
+__all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "NATIVE_WRITER_PROPERTY",
+           "commit_files", "committed_job", "conform", "distribute", "distribution_mode",
+           "head_id", "new_task", "write"]
