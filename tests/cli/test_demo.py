@@ -1,7 +1,8 @@
-"""`icepark demo` (what `make run` runs) and `icepark metadata`, run as a user would."""
+"""`icepark demo` and `icepark metadata`, run as a user would."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -31,15 +32,17 @@ def test_demo_writes_metadata_that_pyiceberg_reads(tmp_path: Path) -> None:
     described = icepark("metadata", str(files[-1]))
     assert described.returncode == 0, described.stderr
     assert "country_trunc_4" in described.stdout and "format version 2" in described.stdout
+    as_json = json.loads(icepark("metadata", str(files[-1]), "--json").stdout)
+    assert as_json["format-version"] == 2 and len(as_json["partition-specs"]) == 2
 
 
-def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
+def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.metadata.json"
     bad.write_text('{"format-version": 9}', encoding="utf-8")
     result = icepark("metadata", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2  # invalid input
     assert result.stderr.strip().splitlines() == [
         "icepark: error: Unsupported format version 9: icepark supports format versions 1 to 3"]
     missing = icepark("metadata", str(tmp_path / "nope.json"))
-    assert missing.returncode == 1 and "No such file" in missing.stderr
+    assert missing.returncode == 3 and "No such file" in missing.stderr  # not found
     assert icepark("frobnicate").returncode == 2

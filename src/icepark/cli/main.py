@@ -1,64 +1,183 @@
-"""The ``icepark`` command: argument parsing and rendering only.
+"""The ``icepark`` command: parser assembly, error handling and exit codes.
 
-Errors print one clear line (``icepark: error: ...``) and exit 1; ``--verbose`` shows the
-traceback. Usage errors exit 2, as argparse does.
+Commands live in :mod:`~icepark.cli.catalog_commands` (namespaces, tables, create, drop,
+rename), :mod:`~icepark.cli.table_commands` (describe, schema, history, snapshots, files,
+properties, expire-snapshots) and :mod:`~icepark.cli.spark_commands` (ingest, query, delete);
+Spark is imported only when a Spark command runs. Errors print one line on stderr
+(``icepark: error: ...``) with the exit code of :data:`EXIT_CODES`; ``--verbose`` adds the
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from icepark.errors import IcebergError
-from icepark.spec.serde import table_metadata_from_json
+from icepark.cli import catalog_commands, spark_commands, table_commands
+from icepark.cli.catalog_options import add_catalog_options, add_output_options
+from icepark.cli.render import Output
+from icepark.cli.table_commands import NoSuchProperty
+from icepark.errors import (
+    AlreadyExists,
+    CommitFailed,
+    CommitStateUnknown,
+    IcebergError,
+    NoSuchNamespace,
+    NoSuchTable,
+    ValidationError,
+)
+from icepark.spec.serde import table_metadata_from_json, table_metadata_to_dict
+
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNKNOWN = range(6)
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (NoSuchTable, EXIT_NOT_FOUND),
+    (NoSuchNamespace, EXIT_NOT_FOUND),
+    (NoSuchProperty, EXIT_NOT_FOUND),
+    (FileNotFoundError, EXIT_NOT_FOUND),  # icepark's FileNotFound too
+    (AlreadyExists, EXIT_CONFLICT),
+    (CommitFailed, EXIT_CONFLICT),
+    (CommitStateUnknown, EXIT_UNKNOWN),
+    (ValidationError, EXIT_INVALID),  # also malformed filters and data that does not fit
+)
+"""The exit code of each error class (the first match wins); anything else exits 1."""
+
+EPILOG = """\
+exit codes:
+  0  success
+  1  unexpected failure (I/O, unreadable files, unsupported features, Spark errors)
+  2  usage error or invalid input (bad arguments, malformed filter, schema mismatch)
+  3  not found (table, namespace, property, input file)
+  4  conflict (already exists, concurrent commit); retrying may succeed
+  5  commit state unknown: check the table before retrying
+
+catalog: --catalog NAME (or $ICEPARK_CATALOG) reads [catalog.NAME] of $ICEPARK_CONFIG or
+~/.icepark.toml and ICEPARK_CATALOG__NAME__KEY variables; --type/--uri/--warehouse/--property
+override them. The default is SQLite in ./warehouse/catalog.db with tables under ./warehouse.
+Global options may also follow the command: icepark tables db --json
+"""
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code for ``error`` (see :data:`EXIT_CODES`).
+
+    >>> exit_code(NoSuchTable("x")), exit_code(ValidationError("x")), exit_code(OSError())
+    (3, 2, 1)
+    """
+    for kind, code in EXIT_CODES:
+        if isinstance(error, kind):
+            return code
+    return EXIT_FAILURE
+
+
+def one_line(error: BaseException) -> str:
+    """The error as one line: icepark's messages whole, others by type and first line (a
+    Spark error's first line names the error; the rest is a JVM stack trace).
+
+    >>> one_line(ValueError("bad\\n  at line 2")), one_line(ValidationError("a\\n  b"))
+    ('ValueError: bad', 'a b')
+    """
+    text = str(error).strip()
+    if isinstance(error, IcebergError):
+        return " ".join(line.strip() for line in text.splitlines()) or type(error).__name__
+    first = text.splitlines()[0].strip() if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="icepark", description="Apache Iceberg on PySpark")
-    parser.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="create and evolve a table's metadata locally")
-    demo.add_argument("--warehouse", type=Path, default=Path("warehouse"),
+    parser = argparse.ArgumentParser(
+        prog="icepark", description="Apache Iceberg tables on PySpark", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_output_options(parser, suppress=False)
+    add_catalog_options(parser, suppress=False)
+    output = argparse.ArgumentParser(add_help=False)
+    add_output_options(output, suppress=True)
+    catalog = argparse.ArgumentParser(add_help=False)
+    add_catalog_options(catalog, suppress=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    catalog_commands.register(commands, [output, catalog])
+    table_commands.register(commands, [output, catalog])
+    spark_commands.register(commands, [output, catalog])
+
+    quickstart = commands.add_parser(
+        "quickstart", add_help=False, help="run the end-to-end quickstart pipeline (Spark)",
+        description="see 'icepark quickstart --help'")
+    quickstart.set_defaults(handler=_quickstart)
+    demo = commands.add_parser("demo", parents=[output],
+                               help="create and evolve a table's metadata locally")
+    demo.add_argument("--warehouse", dest="demo_warehouse", type=Path,
+                      default=Path("warehouse"),
                       help="folder for the demo table (default: ./warehouse)")
-    show = commands.add_parser("metadata", help="describe a table metadata JSON file")
+    demo.set_defaults(handler=_demo)
+    show = commands.add_parser("metadata", parents=[output],
+                               help="describe a table metadata JSON file")
     show.add_argument("path", type=Path)
+    show.set_defaults(handler=_metadata)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "quickstart":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
+    out = Output(args.json)
     try:
-        if args.command == "demo":
-            from icepark.cli import demo  # noqa: PLC0415 - only this command needs it
-
-            demo.run(args.warehouse, print)
-        else:
-            _describe(args.path)
-    except (IcebergError, OSError) as exc:
+        code: int = args.handler(args, out)
+    except KeyboardInterrupt:
+        print("icepark: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"icepark: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        print(f"icepark: error: {one_line(exc)}", file=sys.stderr)
+        return exit_code(exc)
+    return code
 
 
-def _describe(path: Path) -> None:
-    md = table_metadata_from_json(path.read_bytes())
-    print(f"format version {md.format_version}, table {md.table_uuid}")
-    print(f"location {md.location}")
-    print(f"schema {md.current_schema_id}:")
-    for line in str(md.schema()).splitlines():
-        print(f"  {line}")
-    print(f"partition spec {md.default_spec_id}: {md.spec()}")
-    print(f"sort order {md.default_sort_order_id}: {md.sort_order()}")
-    current = md.current_snapshot()
-    print(f"snapshots: {len(md.snapshots)}; current: "
-          f"{current.snapshot_id if current else 'none'}")
-    for name, ref in sorted(md.refs.items()):
-        print(f"  {ref.ref_type} {name} -> {ref.snapshot_id}")
+def _quickstart(args: argparse.Namespace, out: Output) -> int:
+    from icepark.cli import quickstart  # noqa: PLC0415 - keeps `icepark --help` fast
+
+    summary = (quickstart.__doc__ or "").strip().split("\n\n")[0].replace("``", "")
+    parser = argparse.ArgumentParser(prog="icepark quickstart", description=summary)
+    quickstart.add_arguments(parser)
+    namespace = copy.copy(args)
+    del namespace.extra
+    return quickstart.run(parser.parse_args(args.extra, namespace=namespace))
+
+
+def _demo(args: argparse.Namespace, out: Output) -> int:
+    from icepark.cli import demo  # noqa: PLC0415 - only this command needs it
+
+    demo.run(args.demo_warehouse, print)
+    return EXIT_OK
+
+
+def _metadata(args: argparse.Namespace, out: Output) -> int:
+    md = table_metadata_from_json(args.path.read_bytes())
+
+    def text() -> str:
+        current = md.current_snapshot()
+        lines = [f"format version {md.format_version}, table {md.table_uuid}",
+                 f"location {md.location}", f"schema {md.current_schema_id}:",
+                 *(f"  {line}" for line in str(md.schema()).splitlines()),
+                 f"partition spec {md.default_spec_id}: {md.spec()}",
+                 f"sort order {md.default_sort_order_id}: {md.sort_order()}",
+                 f"snapshots: {len(md.snapshots)}; current: "
+                 f"{current.snapshot_id if current else 'none'}",
+                 *(f"  {ref.ref_type} {name} -> {ref.snapshot_id}"
+                   for name, ref in sorted(md.refs.items()))]
+        return "\n".join(lines)
+
+    out.document(table_metadata_to_dict(md), text)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,0 +1,200 @@
+"""Spark-powered commands: ``ingest``, ``query`` and ``delete`` (and the schema inference of
+``create --from-file``).
+
+Everything that can be checked without Spark (the table, the filter, the columns, the input
+paths) is checked first, so bad input fails in a moment with a one-line error. Only then is a
+local Spark session started (``--master`` to use another), with the JVM's own console output
+sent to the null device unless ``--verbose`` (see :mod:`icepark.cli.spark_session`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from icepark.catalog.identifier import show, table_identifier
+from icepark.cli.arguments import parse_timestamp_ms, partition_spec
+from icepark.cli.catalog_commands import ensure_namespace
+from icepark.cli.catalog_options import open_catalog
+from icepark.cli.data_inputs import FORMATS, resolve_inputs
+from icepark.cli.render import Output, count
+from icepark.cli.spark_session import add_spark_options, read_inputs, spark_session
+from icepark.cli.table_commands import spec_text
+from icepark.errors import NoSuchTable, ValidationError
+from icepark.expressions import bind, parse
+from icepark.spec.schema import Schema
+from icepark.table.table import Table
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Add this module's commands to the ``icepark`` parser."""
+    ingest_cmd = commands.add_parser(
+        "ingest", parents=parents, help="load CSV, JSON or Parquet files into a table (Spark)",
+        description="Write CSV (with a header row), JSON lines or Parquet files or folders "
+                    "into a table in one snapshot. A missing table is created from the data's "
+                    "columns (and its namespace too).")
+    ingest_cmd.add_argument("table", help="namespace.table")
+    ingest_cmd.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders")
+    ingest_cmd.add_argument("--format", choices=FORMATS,
+                            help="input format (default: from the file extensions)")
+    ingest_cmd.add_argument("--mode", choices=("append", "overwrite", "dynamic"),
+                            default="append",
+                            help="append rows, overwrite the table, or replace the partitions "
+                                 "present in the data (default: append)")
+    ingest_cmd.add_argument("--partition-by", metavar="SPEC",
+                            help='partitioning of a new table, e.g. "day(ts),bucket(16,id),kind"')
+    ingest_cmd.add_argument("--merge-schema", action="store_true",
+                            help="add columns the table does not have yet")
+    add_spark_options(ingest_cmd)
+    ingest_cmd.set_defaults(handler=ingest)
+
+    query_cmd = commands.add_parser("query", parents=parents, help="show a table's rows (Spark)")
+    query_cmd.add_argument("table", help="namespace.table")
+    query_cmd.add_argument("--where", metavar="FILTER", help="e.g. \"kind = 'click' AND id > 5\"")
+    query_cmd.add_argument("--columns", metavar="A,B", help="columns to show (default: all)")
+    when = query_cmd.add_mutually_exclusive_group()
+    when.add_argument("--snapshot", type=int, metavar="ID", help="read this snapshot")
+    when.add_argument("--as-of", metavar="TIME",
+                      help="read the snapshot current at this time (ISO 8601 or epoch ms)")
+    when.add_argument("--ref", metavar="NAME", help="read this branch or tag")
+    size = query_cmd.add_mutually_exclusive_group()
+    size.add_argument("--limit", type=int, default=100, metavar="N",
+                      help="show at most N rows (default: 100)")
+    size.add_argument("--all", action="store_true", help="show every row")
+    add_spark_options(query_cmd)
+    query_cmd.set_defaults(handler=query)
+
+    delete_cmd = commands.add_parser("delete", parents=parents,
+                                     help="delete the rows matching a filter (Spark)")
+    delete_cmd.add_argument("table", help="namespace.table")
+    delete_cmd.add_argument("--where", metavar="FILTER", required=True)
+    add_spark_options(delete_cmd)
+    delete_cmd.set_defaults(handler=delete)
+
+
+def _seconds(start: float) -> str:
+    return f"{time.monotonic() - start:.1f} s"
+
+
+# ----------------------------------------------------------------------------- commands
+
+def _same_partitioning(table: Table, text: str) -> None:
+    wanted = partition_spec(text, table.schema())
+    have = [(f.source_id, f.transform) for f in table.spec().fields]
+    if wanted is None or [(f.source_id, f.transform) for f in wanted.fields] != have:
+        raise ValidationError(
+            f"Table {table.name} exists partitioned by "
+            f"{spec_text(table.spec(), table.schema())}; --partition-by "
+            f"{text!r} applies only when ingest creates the table")
+
+
+def ingest(args: argparse.Namespace, out: Output) -> int:
+    catalog = open_catalog(args)
+    ident = table_identifier(args.table)
+    table: Table | None
+    try:
+        table = catalog.load_table(ident)
+    except NoSuchTable:
+        table = None
+    if table is not None and args.partition_by is not None:
+        _same_partitioning(table, args.partition_by)
+    inputs = resolve_inputs(args.inputs, args.format)
+    start = time.monotonic()
+    with spark_session(args, out) as spark:
+        from icepark.spark.schema import to_iceberg  # noqa: PLC0415 - imports pyspark
+        from icepark.spark.write import write  # noqa: PLC0415
+
+        out.progress(f"reading {inputs.describe()}...")
+        df = read_inputs(spark, inputs)
+        created = table is None
+        if table is None:
+            schema = to_iceberg(df.schema, fresh_ids=True)
+            spec = partition_spec(args.partition_by, schema)
+            ensure_namespace(catalog, ident[:-1], out)
+            table = catalog.create_table(ident, schema, partition_spec=spec)
+            out.progress(f"created table {table.name} ({count(len(schema.fields), 'column')}, "
+                         f"partitioned by {spec_text(table.spec(), table.schema())})")
+        try:
+            table = write(df, table, mode=args.mode, merge_schema=args.merge_schema)
+        except BaseException:
+            if created:
+                with contextlib.suppress(Exception):
+                    catalog.drop_table(ident, purge=True)
+            raise
+    snapshot = table.current_snapshot()
+    summary = dict(snapshot.summary.properties) if snapshot and snapshot.summary else {}
+    files, rows = int(summary.get("added-data-files", 0)), int(summary.get("added-records", 0))
+    seconds = time.monotonic() - start
+    out.progress(f"wrote {count(files, 'file')}, {count(rows, 'row')} in {seconds:.1f} s")
+    out.document({"table": table.name, "created": created, "mode": args.mode,
+                  "snapshot_id": snapshot.snapshot_id if snapshot else None,
+                  "added_data_files": files, "added_records": rows,
+                  "total_records": int(summary.get("total-records", 0))},
+                 f"{table.name}: snapshot {snapshot.snapshot_id if snapshot else 'none'}, "
+                 f"{count(int(summary.get('total-records', 0)), 'row')} in total")
+    return 0
+
+
+def _checked_filter(table: Table, where: str, schema: Schema | None = None) -> None:
+    """Parse ``where`` and bind it to the table's schema: unknown columns and malformed text
+    fail here, before Spark starts."""
+    bind(parse(where), schema or table.schema())
+
+
+def query(args: argparse.Namespace, out: Output) -> int:
+    table = open_catalog(args).load_table(table_identifier(args.table))
+    columns = ([c.strip() for c in args.columns.split(",") if c.strip()]
+               if args.columns else None)
+    as_of = parse_timestamp_ms(args.as_of, "--as-of") if args.as_of else None
+    if not args.all and args.limit < 0:
+        raise ValidationError(f"--limit must be 0 or more, not {args.limit}")
+    scan = table.scan(selected_fields=tuple(columns) if columns else ("*",),
+                      snapshot_id=args.snapshot, as_of_timestamp=as_of, ref=args.ref)
+    scan.projection()  # unknown columns, snapshots and times fail now
+    where = args.where if args.where and args.where.strip() else None
+    if where is not None:
+        _checked_filter(table, where, scan.schema())
+    start = time.monotonic()
+    with spark_session(args, out) as spark:
+        from icepark.spark.read import read  # noqa: PLC0415 - imports pyspark
+
+        out.progress(f"reading {table.name}...")
+        df = read(spark, table, where, columns, snapshot_id=args.snapshot,
+                  as_of_timestamp=as_of, ref=args.ref)
+        names = list(df.columns)
+        if not args.all:
+            df = df.limit(args.limit)
+        records: list[dict[str, Any]] = df.toArrow().to_pylist()
+    if out.json_mode:
+        out.json_lines(records)
+        return 0
+    out.rows(names, [[r[n] for n in names] for r in records], empty="(no rows)")
+    shown = f"{count(len(records), 'row')} in {_seconds(start)}"
+    if not args.all and len(records) == args.limit:
+        shown += f" (the first {args.limit}; --limit N or --all for more)"
+    out.progress(shown)
+    return 0
+
+
+def delete(args: argparse.Namespace, out: Output) -> int:
+    table = open_catalog(args).load_table(table_identifier(args.table))
+    _checked_filter(table, args.where)
+    start = time.monotonic()
+    with spark_session(args, out) as spark:
+        from icepark.spark.delete import delete_rows  # noqa: PLC0415 - imports pyspark
+
+        out.progress(f"deleting rows of {show(table.identifier)} where {args.where}...")
+        result = delete_rows(spark, table, args.where)
+    out.progress(f"done in {_seconds(start)}")
+    out.document({"table": table.name, "deleted_rows": result.deleted_rows,
+                  "removed_files": result.removed_files,
+                  "rewritten_files": result.rewritten_files,
+                  "delete_files": result.delete_files, "snapshot_id": result.snapshot_id},
+                 f"deleted {count(result.deleted_rows, 'row')} from {table.name}"
+                 + (f" (snapshot {result.snapshot_id})" if result.snapshot_id else
+                    " (nothing matched; no new snapshot)"))
+    return 0

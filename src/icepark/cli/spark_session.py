@@ -1,0 +1,100 @@
+"""The Spark session of the ``icepark`` command's Spark-powered commands, and reading their
+input files.
+
+A local session (``--master``, else ``$ICEPARK_SPARK_MASTER``, else ``local[*]``) is started
+per command with the Spark UI off, and stopped at its end. Unless ``--verbose``, the JVM's own
+console output (its startup banner and log) goes to the null device: the JVM and the Python
+workers it forks inherit file descriptors 1 and 2 as they are while it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from icepark.cli.arguments import key_values
+from icepark.cli.data_inputs import DataInputs, resolve_inputs
+from icepark.cli.render import Output
+from icepark.spec.schema import Schema
+
+SparkSession = Any
+"""A ``pyspark.sql.SparkSession`` (pyspark is imported only under :mod:`icepark.spark`)."""
+DataFrame = Any
+"""A ``pyspark.sql.DataFrame``."""
+
+MASTER_ENV = "ICEPARK_SPARK_MASTER"
+_DEFAULT_CONF = {"spark.ui.enabled": "false"}
+
+
+def add_spark_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("spark")
+    group.add_argument("--master", help=f"Spark master (default: ${MASTER_ENV}, else local[*])")
+    group.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting (repeatable)")
+
+
+@contextlib.contextmanager
+def _quiet_console(verbose: bool) -> Iterator[None]:
+    """Point file descriptors 1 and 2 at the null device while the JVM starts, so that it
+    (and the Python workers it forks) inherit them; Python's own output is restored after."""
+    if verbose:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def spark_session(args: argparse.Namespace, out: Output) -> Iterator[SparkSession]:
+    """A local (or ``--master``) Spark session for one command, stopped afterwards."""
+    from icepark.spark.session import build_session  # noqa: PLC0415 - imports pyspark
+
+    config = {**_DEFAULT_CONF, "spark.log.level": "WARN" if args.verbose else "ERROR",
+              **key_values(getattr(args, "spark_conf", []), "--spark-conf")}
+    master = getattr(args, "master", None) or os.environ.get(MASTER_ENV) or "local[*]"
+    out.progress(f"starting Spark ({master})...")
+    with _quiet_console(args.verbose):
+        session = build_session(master=master, app_name="icepark-cli", config=config)
+    try:
+        yield session
+    finally:
+        with _quiet_console(args.verbose):
+            session.stop()
+
+
+def read_inputs(spark: SparkSession, inputs: DataInputs) -> DataFrame:
+    reader = spark.read
+    match inputs.format:
+        case "csv":
+            return reader.csv(list(inputs.paths), header=True, inferSchema=True)
+        case "json":
+            return reader.json(list(inputs.paths))
+        case _:
+            return reader.parquet(*inputs.paths)
+
+
+def infer_schema(args: argparse.Namespace, out: Output) -> Schema:
+    """The schema of ``--from-file``, as Spark infers it, with fresh field IDs."""
+    inputs = resolve_inputs([args.from_file], args.format)
+    with spark_session(args, out) as spark:
+        from icepark.spark.schema import to_iceberg  # noqa: PLC0415
+
+        out.progress(f"reading the columns of {inputs.describe()}...")
+        return to_iceberg(read_inputs(spark, inputs).schema, fresh_ids=True)
+
+
