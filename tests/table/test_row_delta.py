@@ -91,7 +91,7 @@ def test_remove_rows_with_deletes_in_one_snapshot(tmp_path: Path) -> None:
     delta = RowDelta(IO, c.metadata).remove_rows("/d/a1") \
         .add_deletes(data_file("/d/pos", "b", content=POS))
     snap = c.commit(delta).current_snapshot()
-    assert snap is not None and snap.operation is Operation.OVERWRITE
+    assert snap is not None and snap.operation is Operation.DELETE
     assert live_paths(IO, snap) == {"/d/b1", "/d/pos"}
     assert snap.summary is not None
     assert snap.summary.properties["deleted-data-files"] == "1"

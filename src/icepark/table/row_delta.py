@@ -7,10 +7,11 @@ data files or delete files, but not both", so new delete files go to delete mani
 (``content`` = deletes). "Row-level deletes are not supported in v1": adding a delete file to a
 v1 table is a :class:`ValidationError`.
 
-The operation is ``delete`` when only delete files are added ("delete files were added to
-delete rows"), ``append`` when only data files are added ("Only data files were added and no
-files were removed"), and ``overwrite`` otherwise ("Data and delete files were added and removed
-in a logical overwrite operation"), e.g. for an update or merge.
+The operation is ``delete`` when no data file is added and delete files are added or data
+files removed ("Data files were removed and their contents logically deleted and/or delete
+files were added to delete rows"), ``append`` when only data files are added ("Only data files
+were added and no files were removed"), and ``overwrite`` otherwise ("Data and delete files
+were added and removed in a logical overwrite operation"), e.g. for an update or merge.
 
 Validation since the starting snapshot (:meth:`~RowDelta.validate_from_snapshot`, default: the
 branch's snapshot when the action was created), within :meth:`~RowDelta.conflict_detection_filter`
@@ -75,6 +76,7 @@ class RowDelta(MergingSnapshotProducer):
         self._check_data = False
         self._check_deletes = False
         self._isolation: IsolationLevel | None = None
+        self._removes_rows = False
 
     @property
     def operation(self) -> Operation:
@@ -82,7 +84,7 @@ class RowDelta(MergingSnapshotProducer):
         adds_deletes = any(f.is_delete for f, _ in self._added)
         if adds_data and not adds_deletes and not self._to_remove:
             return Operation.APPEND
-        if adds_deletes and not adds_data and not self._to_remove:
+        if not adds_data and (adds_deletes or self._removes_rows):
             return Operation.DELETE
         return Operation.OVERWRITE
 
@@ -106,6 +108,7 @@ class RowDelta(MergingSnapshotProducer):
         if isinstance(data_file, DataFile) and data_file.is_delete:
             raise ValidationError(f"{data_file.file_path} is a delete file: use remove_deletes")
         self._remove(data_file)
+        self._removes_rows = True
         return self
 
     def remove_deletes(self, delete_file: DataFile | str) -> Self:
