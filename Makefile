@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/icepark demo
+	$(BIN)/icepark quickstart
 
 lint: $(STAMP)
 	$(BIN)/ruff check

@@ -1,0 +1,105 @@
+"""`icepark quickstart` (what `make run` runs), at a small size, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tools import peer_read
+
+from icepark.cli.quickstart_check import compare_peers
+from icepark.cli.quickstart_report import Report
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def quickstart(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-m", "icepark.cli", "quickstart",
+                           "--master", "local[2]", "--json", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
+                          check=False)
+
+
+def spam(n: int) -> int:
+    """The generator's spam events among ids 0 .. n-1: ``13 * id mod 20 == 19``."""
+    return sum(1 for i in range(n) if 13 * i % 20 == 19)
+
+
+def check_run(result: subprocess.CompletedProcess[str], n: int) -> dict[str, Any]:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary: dict[str, Any] = json.loads(result.stdout)
+    first, later, extra = n * 4 // 5, n - n * 4 // 5, n // 20
+    final = n + extra - spam(n + extra)
+    rows = summary["rows"]
+    assert (rows["ingested"], rows["appended"], rows["appended_after_spec_change"]) == (
+        first, later, extra)
+    assert rows["deleted"] == spam(n + extra)
+    assert rows["final"] == rows["expected_final"] == final
+    assert rows["at_first_snapshot"] == first  # the time-travel read
+    operations = [s["operation"] for s in summary["snapshots"]]
+    assert operations[:3] == ["append", "append", "append"] and len(operations) == 4
+
+    readers = summary["readers"]
+    assert set(readers) == {"icepark", "pyiceberg", "duckdb"}
+    agreed = {k: readers["icepark"][k] for k in ("rows", "groups", "sums")}
+    for peer in ("pyiceberg", "duckdb"):
+        assert {k: readers[peer].get(k) for k in agreed} == agreed, peer
+    assert summary["agree"] is True
+    assert agreed["rows"] == final
+    assert "spam" not in {v for v, _ in agreed["groups"]["kind"]}
+    # rows written before `country` existed read its initial-default; spam was deleted
+    countries = dict(agreed["groups"]["country"])
+    assert countries["unknown"] == n - spam(n)
+    assert sum(countries.values()) == final
+    assert agreed["sums"]["event_id"] == sum(i for i in range(n + extra) if 13 * i % 20 != 19)
+    return summary
+
+
+@pytest.mark.spark
+def test_quickstart_runs_and_the_three_readers_agree(tmp_path: Path) -> None:
+    summary = check_run(quickstart(tmp_path, "--rows", "20000"), 20_000)
+    assert summary["warehouse"] == str((tmp_path / "warehouse").resolve())
+    assert (tmp_path / "warehouse" / "catalog.db").is_file()
+    first_location = summary["metadata_location"]
+
+    again = check_run(quickstart(tmp_path, "--rows", "1000"), 1000)
+    assert again["metadata_location"] != first_location
+    assert not Path(first_location).exists()  # the earlier table was dropped with its files
+
+
+def test_bad_row_count_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "icepark.cli", "quickstart", "--rows", "5"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SRC)},
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert "--rows: must be at least 100, not 5" in result.stderr
+
+
+def test_missing_peer_script_is_skipped_not_failed(tmp_path: Path) -> None:
+    lines: list[str] = []
+    report = Report(as_json=False, write=lines.append, unicode=False)
+    agree, peers = compare_peers(report, "unused.metadata.json", {}, group_by=("kind",),
+                                 sums=(), script=tmp_path / "tools" / "peer_read.py")
+    assert (agree, peers) == (None, {})
+    assert len(lines) == 1 and lines[0].startswith("- peers")
+    assert "skipped" in lines[0] and "install the test extras" in lines[0]
+
+
+def test_a_missing_peer_engine_is_reported_as_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_installed(*_: object) -> dict[str, Any]:
+        raise ModuleNotFoundError("No module named 'duckdb'", name="duckdb")
+
+    def broken(*_: object) -> dict[str, Any]:
+        raise OSError("cannot read")
+
+    monkeypatch.setattr(peer_read, "ENGINES", {"duckdb": not_installed, "pyiceberg": broken})
+    found = peer_read.read_all("x.metadata.json", ["kind"], [])
+    assert found == {"duckdb": {"skipped": "duckdb is not installed (duckdb)"},
+                     "pyiceberg": {"error": "OSError: cannot read"}}
