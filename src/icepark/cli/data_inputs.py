@@ -99,3 +99,12 @@ def resolve_inputs(paths: Sequence[str], fmt: str | None) -> DataInputs:
                 f"pass --format {'|'.join(FORMATS)}")
         fmt = formats.pop()
     return DataInputs(tuple(resolved), fmt, file_count)
+
+
+def first_file(inputs: DataInputs) -> str | None:
+    """The first local data file of ``inputs`` (by name), None for URIs."""
+    first = inputs.paths[0]
+    if _is_uri(first):
+        return None
+    path = Path(first)
+    return str(min(_data_files(path))) if path.is_dir() else first

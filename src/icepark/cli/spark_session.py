@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from icepark.cli.arguments import key_values
-from icepark.cli.data_inputs import DataInputs, resolve_inputs
+from icepark.cli.data_inputs import DataInputs, first_file, resolve_inputs
 from icepark.cli.render import Output
+from icepark.io.parquet_schema import parquet_schema
 from icepark.spec.schema import Schema
 
 SparkSession = Any
@@ -89,8 +90,13 @@ def read_inputs(spark: SparkSession, inputs: DataInputs) -> DataFrame:
 
 
 def infer_schema(args: argparse.Namespace, out: Output) -> Schema:
-    """The schema of ``--from-file``, as Spark infers it, with fresh field IDs."""
+    """The schema of ``--from-file`` with fresh field IDs: a local Parquet file's own, read
+    from its footer; otherwise as Spark infers it."""
     inputs = resolve_inputs([args.from_file], args.format)
+    local = first_file(inputs) if inputs.format == "parquet" else None
+    if local is not None:
+        out.progress(f"reading the columns of {local}...")
+        return parquet_schema(local)
     with spark_session(args, out) as spark:
         from icepark.spark.schema import to_iceberg  # noqa: PLC0415
 

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.errors import UnsupportedFeature, ValidationError
-from icepark.spec.schema import Schema, SchemaVisitor, visit
+from icepark.spec.schema import Schema, SchemaVisitor, fresh_schema, visit
 from icepark.spec.types import (
     BINARY,
     BOOLEAN,
@@ -168,6 +168,35 @@ def from_arrow_schema(arrow_schema: Any, schema_id: int = 0) -> Schema:
 Iceberg needs an ID on every field
     """
     return Schema(tuple(_from_arrow_field(f, f.name) for f in arrow_schema), schema_id)
+
+
+def infer_schema(arrow_schema: Any) -> Schema:
+    """A new table's schema for an Arrow schema, with fresh field IDs from 1 (any IDs the
+    Arrow fields carry are ignored), assigned as for a new table (:func:`fresh_schema`).
+
+    >>> import pyarrow as pa
+    >>> print(infer_schema(pa.schema([pa.field("id", pa.int64(), nullable=False),
+    ...                               pa.field("tags", pa.list_(pa.string()))])))
+    table {
+      1: id: required long
+      2: tags: optional list<string>
+    }
+    """
+    counter = iter(range(1, 2**31))
+
+    def numbered(f: Any) -> Any:
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([numbered(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_map(t):
+            t = pa.map_(numbered(t.key_field), numbered(t.item_field))
+        elif any(check(t) for check in (pa.types.is_list, pa.types.is_large_list,
+                                        pa.types.is_fixed_size_list)):
+            t = pa.list_(numbered(t.value_field))
+        return pa.field(f.name, t, f.nullable, field_metadata(next(counter)))
+
+    placeholder = from_arrow_schema(pa.schema([numbered(f) for f in arrow_schema]))
+    return fresh_schema(placeholder)[0]
 
 
 def _field_id(f: Any, path: str) -> int:
