@@ -33,7 +33,7 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.table import scan as scan_module
+from icepark.table import planner as planner_module
 from icepark.table import updates as u
 from icepark.table.scan import TableScan, select_columns
 from tests.expressions.expr_strategies import expressions, nullable_values, transforms
@@ -222,7 +222,7 @@ def test_manifests_are_skipped_by_partition_summaries(tmp_path: Path, monkeypatc
         read.append(manifest.manifest_path)
         return original(io, manifest, **kwargs)
 
-    monkeypatch.setattr(scan_module, "read_manifest", spy)
+    monkeypatch.setattr(planner_module, "read_manifest", spy)
     assert t.planned(row_filter="category = 'b'") == {"b1"}
     assert len(read) == 1
 
@@ -304,7 +304,7 @@ def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> 
     for i in range(8):
         t.append(t.file(f"f{i}", ("a" if i % 2 else "b",), **long_bounds(1, i, i)))
     t.row_delta(t.equality_deletes("eq", ("a",)))
-    monkeypatch.setattr(scan_module, "PROCESS_MIN_BYTES", 1)
+    monkeypatch.setattr(planner_module, "PROCESS_MIN_BYTES", 1)
     planner = t.scan(row_filter="id > 2").planner()
     planner.workers = 2
     snapshot = t.current()

@@ -258,11 +258,20 @@ def _decompressor(codec: str) -> Callable[[bytes], bytes] | None:
 
 def _blocks(stream: Any, header: bytes, sync: bytes,
             decompress: Callable[[bytes], bytes] | None, location: str) -> Iterator[bytes]:
-    """The file with every block checked and decompressed: "A file data block consists of: A
-    long indicating the count of objects in this block. A long indicating the size in bytes of
-    the serialized objects in the current block, after any codec is applied. The serialized
-    objects. The file's 16-byte sync marker." """
+    """The file with every block checked and decompressed, as fastavro reads it."""
     yield header
+    for count, data in raw_blocks(stream, sync, decompress, location):
+        yield zigzag_varint(count) + zigzag_varint(len(data))
+        yield data
+        yield sync
+
+
+def raw_blocks(stream: Any, sync: bytes, decompress: Callable[[bytes], bytes] | None,
+               location: str) -> Iterator[tuple[int, bytes]]:
+    """The (record count, decompressed data) of each block after the header: "A file data
+    block consists of: A long indicating the count of objects in this block. A long indicating
+    the size in bytes of the serialized objects in the current block, after any codec is
+    applied. The serialized objects. The file's 16-byte sync marker." """
     while first := stream.read(1):
         try:
             count = _read_long(stream, bytes(first)[0])
@@ -277,9 +286,32 @@ def _blocks(stream: Any, header: bytes, sync: bytes,
         except Exception as e:  # a short read, a bad varint, a codec error
             raise CorruptFile(f"{location} is corrupt or truncated: {type(e).__name__}: {e}"
                               ) from None
-        yield zigzag_varint(count) + zigzag_varint(len(data))
-        yield data
-        yield sync
+        yield count, data
+
+
+@dataclass(frozen=True, slots=True)
+class AvroBlocks:
+    """An open container file read block by block: its writer schema (with logical types), its
+    key-value metadata (``avro.*`` keys removed) and its decompressed blocks."""
+
+    schema: Any
+    metadata: dict[str, str]
+    blocks: Iterator[tuple[int, bytes]]
+
+
+def open_blocks(stream: Any, location: str) -> AvroBlocks:
+    """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
+    its blocks are checked and decompressed as they are iterated."""
+    try:
+        raw = _read_header(stream)
+        schema = json.loads(raw["avro.schema"])
+        codec = raw.get("avro.codec", b"null").decode()
+    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
+    decompress = _decompressor(codec or "null")
+    sync = raw.pop("avro.sync")
+    user = {k: v.decode(errors="replace") for k, v in raw.items() if not k.startswith("avro.")}
+    return AvroBlocks(schema, user, raw_blocks(stream, sync, decompress, location))
 
 
 class _ChunkStream(io.RawIOBase):

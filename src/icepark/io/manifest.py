@@ -35,16 +35,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from icepark.errors import CorruptFile, IcebergError, ValidationError
+from icepark.errors import CorruptFile, IcebergError, UnsupportedFeature, ValidationError
 from icepark.io import manifest_codec as codec
-from icepark.io.avro_file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec, open_reader
+from icepark.io.avro_file import (
+    CODEC_PROPERTY,
+    LEVEL_PROPERTY,
+    AvroWriter,
+    avro_codec,
+    open_blocks,
+    open_reader,
+)
 from icepark.io.avro_schema import to_avro
 from icepark.io.fileio import FileIO
+from icepark.io.manifest_decoder import EntryDecoder
+from icepark.io.manifest_reader import (
+    ALL_STATS,
+    METRIC_FIELDS,
+    CompiledEntries,
+    FileMetrics,
+    Stats,
+    compiled_entries,
+    compiled_entry_rows,
+)
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -279,36 +296,88 @@ def read_manifest_metadata(file_io: FileIO, location: str) -> ManifestMetadata:
 
 def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
                   specs_by_id: Mapping[int, PartitionSpec] | None = None,
-                  discard_deleted: bool = False) -> Iterator[ManifestEntry]:
+                  discard_deleted: bool = False, stats: Stats = ALL_STATS,
+                  partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                  metrics_filter: Callable[[FileMetrics], bool] | None = None
+                  ) -> Iterator[ManifestEntry]:
     """Stream the entries of a manifest, with inherited snapshot IDs and sequence numbers.
 
     Partition tuples follow the manifest's own partition spec (its key-value metadata), else
     ``specs_by_id[manifest.partition_spec_id]``, else the order of the Avro partition record.
     v1 manifests read per Appendix E: "Manifest entry field ``sequence_number`` must default to
     0", ``file_sequence_number`` too, and "Data file field ``content`` must default to 0".
+    ``stats`` chooses the metric maps decoded (all by default; the others are None),
+    ``partition_filter`` leaves out, undecoded, the entries whose partition tuple it rejects,
+    and ``metrics_filter`` those whose file's (decoded) metrics it rejects.
     A missing file raises ``FileNotFound`` now; a corrupt or truncated one ``CorruptFile``
     while iterating, as does a manifest with fewer entries than its list entry counts.
     """
     location = manifest.manifest_path
     stream = file_io.new_input(location).open()
     try:
-        reader = open_reader(stream, location)
-        meta = _parse_metadata(reader.metadata, location)
+        opened = open_blocks(stream, location)
+        meta = _parse_metadata(opened.metadata, location)
         spec = meta.spec or (specs_by_id or {}).get(manifest.partition_spec_id)
-        decoder = codec.EntryDecoder(reader.schema, spec, manifest.partition_spec_id, location)
+        try:
+            compiled = compiled_entries(opened.schema, spec, manifest.partition_spec_id, stats,
+                                        gated=partition_filter is not None, location=location)
+        except UnsupportedFeature:
+            compiled = None
     except BaseException:
         stream.close()
         raise
-    return _entries(stream, reader.records, decoder, manifest, discard_deleted)
+    if compiled is None:  # a schema the compiled reader does not handle: fastavro decodes it
+        stream.close()
+        return _generic_entries(file_io, manifest, spec, discard_deleted, stats,
+                                (partition_filter, metrics_filter))
+    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted,
+                    (partition_filter, metrics_filter))
 
 
-def _entries(stream: Any, records: Iterator[dict[str, Any]], decoder: codec.EntryDecoder,
-             manifest: ManifestFile, discard_deleted: bool) -> Iterator[ManifestEntry]:
-    counts = (manifest.added_files_count, manifest.existing_files_count,
-              manifest.deleted_files_count)
+_Filters = tuple[Callable[[tuple[Any, ...]], bool] | None,
+                 Callable[[FileMetrics], bool] | None]
+
+
+def _entries(stream: Any, compiled: CompiledEntries,  # noqa: PLR0917 - one caller
+             blocks: Iterator[tuple[int, bytes]], manifest: ManifestFile,
+             discard_deleted: bool, filters: _Filters) -> Iterator[ManifestEntry]:
+    counter = [0]
+    deleted = EntryStatus.DELETED
+    try:
+        rows = compiled_entry_rows(compiled, blocks, manifest, manifest.partition_spec_id,
+                                   filters[0], manifest.manifest_path, counter, filters[1])
+        try:
+            for entry in rows:
+                if discard_deleted and entry.status is deleted:
+                    continue
+                yield entry
+        except IcebergError:  # from a filter, or already naming the file
+            raise
+        except (KeyError, ValueError, TypeError, AttributeError) as e:
+            raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
+                              f"{type(e).__name__}: {e}") from None
+    finally:
+        stream.close()
+    _check_count(manifest, counter[0])
+
+
+def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
+                     manifest: ManifestFile, spec: PartitionSpec | None,
+                     discard_deleted: bool, stats: Stats, filters: _Filters
+                     ) -> Iterator[ManifestEntry]:
+    partition_filter, metrics_filter = filters
+    location = manifest.manifest_path
+    stream = file_io.new_input(location).open()
+    try:
+        reader = open_reader(stream, location)
+        decoder = EntryDecoder(reader.schema, spec, manifest.partition_spec_id, location)
+    except BaseException:
+        stream.close()
+        raise
+    dropped = {name: None for fid, name in METRIC_FIELDS.items() if fid not in stats.maps}
     read = 0
     try:
-        for record in records:
+        for record in reader.records:
             try:
                 entry = inherit(decoder.decode(record), manifest)
             except (KeyError, ValueError, TypeError, AttributeError) as e:
@@ -317,9 +386,33 @@ def _entries(stream: Any, records: Iterator[dict[str, Any]], decoder: codec.Entr
             read += 1
             if discard_deleted and entry.status is EntryStatus.DELETED:
                 continue
-            yield entry
+            f = entry.data_file
+            if partition_filter is not None and not partition_filter(f.partition):
+                continue
+            if dropped or stats.columns is not None:
+                f = _restrict(f, dropped, stats.columns)
+            if metrics_filter is not None and metrics_filter(f):
+                continue
+            yield entry if f is entry.data_file else replace(entry, data_file=f)
     finally:
         stream.close()
+    _check_count(manifest, read)
+
+
+def _restrict(f: DataFile, dropped: Mapping[str, None], columns: frozenset[int] | None
+              ) -> DataFile:
+    kept: dict[str, Any] = dict(dropped)
+    if columns is not None:
+        for name in METRIC_FIELDS.values():
+            values = getattr(f, name)
+            if name not in dropped and values is not None:
+                kept[name] = {k: v for k, v in values.items() if k in columns}
+    return replace(f, **kept)
+
+
+def _check_count(manifest: ManifestFile, read: int) -> None:
+    counts = (manifest.added_files_count, manifest.existing_files_count,
+              manifest.deleted_files_count)
     if None not in counts and read != sum(c or 0 for c in counts):
         raise CorruptFile(f"Manifest {manifest.manifest_path} has {read} entries but its "
                           f"manifest list entry counts {sum(c or 0 for c in counts)}: the file "

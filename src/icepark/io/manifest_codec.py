@@ -8,7 +8,7 @@ are required or optional in v1 and v2) and Appendix E: v1 writes ``block_size_in
 
 :func:`entry_columns` turns entries into the columns :mod:`icepark.io.avro_encoder` writes;
 :class:`ManifestStats` gathers the counts and partition summaries of the manifest list entry;
-:class:`EntryDecoder` turns records read by fastavro back into entries, by field ID.
+:mod:`icepark.io.manifest_decoder` reads them back.
 
 >>> from icepark.spec.types import StructType
 >>> [f.name for f in manifest_entry_type(StructType(()), 2).fields]
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -28,7 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from icepark.errors import CorruptFile, ValidationError
+from icepark.errors import ValidationError
 from icepark.io.avro_encoder import ListColumn, StructColumn
 from icepark.io.avro_schema import avro_name, decimal_size
 from icepark.spec.manifest import (
@@ -36,11 +35,8 @@ from icepark.spec.manifest import (
     EntryStatus,
     FieldSummary,
     FileContent,
-    FileFormat,
     ManifestContent,
-    ManifestEntry,
 )
-from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.types import (
     BINARY,
     INT,
@@ -54,14 +50,14 @@ from icepark.spec.types import (
     StructType,
     TypeId,
 )
-from icepark.spec.values import check_value, from_bytes, lower_bound, to_bytes, upper_bound
+from icepark.spec.values import check_value, lower_bound, to_bytes, upper_bound
 
 DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
 """``105 block_size_in_bytes``: "Deprecated. Always write a default in v1." (64 MiB, as the
 reference implementation writes)."""
 
 # (field ID, name, key ID, value ID, value type) of the metric maps, in table order.
-_METRIC_MAPS = (
+METRIC_MAPS = (
     (108, "column_sizes", 117, 118, LONG),
     (109, "value_counts", 119, 120, LONG),
     (110, "null_value_counts", 121, 122, LONG),
@@ -94,7 +90,7 @@ def data_file_type(partition_type: StructType, format_version: int,
     if format_version == 1:
         fields.append(NestedField.required(105, "block_size_in_bytes", LONG))
     fields += [NestedField.optional(fid, name, MapType(kid, INT, vid, vtype))
-               for fid, name, kid, vid, vtype in _METRIC_MAPS if fid != 111 or distinct_counts]
+               for fid, name, kid, vid, vtype in METRIC_MAPS if fid != 111 or distinct_counts]
     fields += [
         NestedField.optional(131, "key_metadata", BINARY),
         NestedField.optional(132, "split_offsets", ListType(133, LONG)),
@@ -274,7 +270,7 @@ def entry_columns(chunk: EntryBuffer, partition_type: StructType, format_version
         raise ValidationError(
             "Cannot write distinct_counts in this manifest: its first block had none, so the "
             "file has no distinct_counts column; write such files to their own manifest")
-    for fid, name, *_ in _METRIC_MAPS:
+    for fid, name, *_ in METRIC_MAPS:
         if fid != 111 or distinct_counts:
             df[name] = _map_column(list(map(attrgetter(name), files)))
     entries = StructColumn({"status": status, "snapshot_id": snapshot_ids,
@@ -334,136 +330,3 @@ class ManifestStats:
                 lower_bound=None if low is None else to_bytes(t, low),
                 upper_bound=None if high is None else to_bytes(t, high)))
         return tuple(out)
-
-
-# ------------------------------------------------------------------------------- reading
-
-
-def field_names(record: Any, location: str) -> dict[int, str]:
-    """Field ID -> Avro field name of a record schema (fields without an ID are skipped)."""
-    if not isinstance(record, dict) or record.get("type") != "record":
-        raise CorruptFile(f"{location}: expected an Avro record, got {record!r:.80}")
-    return {f["field-id"]: f["name"] for f in record["fields"] if "field-id" in f}
-
-
-def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(schema, list):
-        for s in schema:
-            _named_types(s, out)
-    elif isinstance(schema, dict):
-        if "name" in schema and schema.get("type") in ("record", "fixed", "enum"):
-            out[schema["name"]] = schema
-        for f in schema.get("fields", ()):
-            _named_types(f["type"], out)
-        for key in ("items", "values", "type"):
-            if isinstance(schema.get(key), dict | list):
-                _named_types(schema[key], out)
-    return out
-
-
-class EntryDecoder:
-    """Decodes fastavro records of a manifest's writer schema into entries, by field ID."""
-
-    def __init__(self, schema: Any, spec: PartitionSpec | None, spec_id: int,
-                 location: str) -> None:
-        self._named = _named_types(schema, {})
-        self._location, self._spec_id = location, spec_id
-        top = field_names(schema, location)
-        if 0 not in top or 2 not in top:
-            raise CorruptFile(f"{location}: not a manifest (no status or data_file field)")
-        self._status, self._data_file = top[0], top[2]
-        self._snapshot_id, self._seq, self._file_seq = top.get(1), top.get(3), top.get(4)
-        df_schema = self._type_of(schema, top[2])
-        df = field_names(df_schema, location)
-        missing = {100, 101, 102, 103, 104} - set(df)
-        if missing:
-            raise CorruptFile(f"{location}: data_file has no field with ID {sorted(missing)}")
-        self._names = df
-        self._maps = []
-        for fid, name, *_ in _METRIC_MAPS:
-            if fid in df:
-                items = self._resolve(self._type_of(df_schema, df[fid]))
-                entry = self._resolve(items.get("items")) if isinstance(items, dict) else None
-                if not isinstance(entry, dict) or len(entry.get("fields", ())) != 2:
-                    raise CorruptFile(f"{location}: {name} is not an Iceberg map")
-                kv = entry["fields"]
-                self._maps.append((name, df[fid], kv[0]["name"], kv[1]["name"]))
-        self._partition = self._partition_fields(self._type_of(df_schema, df[102]), spec)
-        self._formats: dict[str, FileFormat] = {}
-
-    def _resolve(self, t: Any) -> Any:
-        if isinstance(t, list):
-            t = next(b for b in t if b != "null")
-        if isinstance(t, str):
-            t = self._named.get(t, t)
-        if isinstance(t, dict) and isinstance(t.get("type"), dict | list):
-            return self._resolve(t["type"])
-        return t
-
-    def _type_of(self, record: Any, name: str) -> Any:
-        return self._resolve(next(f["type"] for f in record["fields"] if f["name"] == name))
-
-    def _partition_fields(self, record: Any, spec: PartitionSpec | None
-                          ) -> list[tuple[str | None, Callable[[Any], Any] | None]]:
-        by_id = {f.get("field-id"): f for f in record["fields"]}
-        if spec is None:
-            chosen = list(record["fields"])
-        else:
-            chosen = [by_id.get(pf.field_id) for pf in spec.fields]
-        return [(None, None) if f is None else (f["name"], self._value_decoder(f["type"]))
-                for f in chosen]
-
-    def _value_decoder(self, avro_type: Any) -> Callable[[Any], Any] | None:
-        """Avro value -> Python value, for the logical types whose values fastavro keeps raw."""
-        t = self._resolve(avro_type)
-        logical = t.get("logicalType") if isinstance(t, dict) else None
-        if logical == "decimal":
-            decimal = PrimitiveType.decimal(t["precision"], t.get("scale", 0))
-            return lambda v: from_bytes(decimal, v)
-        if logical == "uuid":
-            return _uuid
-        return None
-
-    def _format(self, text: str) -> FileFormat:
-        found = self._formats.get(text)
-        if found is None:
-            found = self._formats[text] = FileFormat.parse(text)
-        return found
-
-    def decode(self, record: dict[str, Any]) -> ManifestEntry:
-        d = record[self._data_file]
-        n = self._names
-        values = d[n[102]]
-        partition = []
-        for name, convert in self._partition:
-            v = None if name is None else values.get(name)
-            partition.append(v if v is None or convert is None else convert(v))
-        maps: dict[str, Any] = {
-            name: None if (kv := d.get(field)) is None else {e[k]: e[v] for e in kv}
-            for name, field, k, v in self._maps}
-        split_offsets = d.get(n[132]) if 132 in n else None
-        equality_ids = d.get(n[135]) if 135 in n else None
-        data_file = DataFile(
-            file_path=d[n[100]], file_format=self._format(d[n[101]]), partition=tuple(partition),
-            record_count=d[n[103]], file_size_in_bytes=d[n[104]],
-            content=FileContent(d[n[134]]) if 134 in n else FileContent.DATA,
-            spec_id=self._spec_id,
-            key_metadata=d.get(n[131]) if 131 in n else None,
-            split_offsets=None if split_offsets is None else tuple(split_offsets),
-            equality_ids=None if equality_ids is None else tuple(equality_ids),
-            sort_order_id=d.get(n[140]) if 140 in n else None,
-            **maps)
-        seq: int | None
-        file_seq: int | None
-        if self._seq is None:  # v1: "sequence_number must default to 0", file too
-            seq, file_seq = 0, 0
-        else:
-            seq = record.get(self._seq)
-            file_seq = record.get(self._file_seq) if self._file_seq else None
-        snapshot_id = record.get(self._snapshot_id) if self._snapshot_id else None
-        return ManifestEntry(EntryStatus(record[self._status]), data_file, snapshot_id, seq,
-                             file_seq)
-
-
-def _uuid(value: Any) -> Any:
-    return uuid.UUID(value) if isinstance(value, str) else from_bytes(UUID, value)

@@ -33,7 +33,7 @@ from icepark.io.avro_file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avr
 from icepark.io.avro_schema import to_avro
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER, read_manifest_metadata
-from icepark.io.manifest_codec import field_names
+from icepark.io.manifest_decoder import field_names
 from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
 from icepark.spec.metadata import FormatVersion
 from icepark.spec.snapshots import Snapshot

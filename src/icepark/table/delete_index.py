@@ -200,6 +200,13 @@ class DeleteIndex:
     def is_empty(self) -> bool:
         return self._empty
 
+    @property
+    def equality_ids(self) -> frozenset[int]:
+        """The equality columns of the indexed equality delete files: data files are matched
+        to them by those columns' metrics."""
+        groups = [self._global_eq, *self._eq.values()]
+        return frozenset(i for g in groups for f in g.files for i in f.equality_ids or ())
+
     def for_data_file(self, seq: int, data_file: DataFile) -> tuple[DataFile, ...]:
         """The delete files to apply to ``data_file`` with data sequence number ``seq``:
         position deletes first, then equality deletes, each in sequence number order."""

@@ -8,12 +8,11 @@ which filter data rows, are converted to partition predicates, which filter data
 files. ... This conversion uses the partition spec used to write the manifest file." and "Scan
 predicates are also used to filter data and delete files using column bounds and counts".
 
-:class:`TableScan` reads the snapshot's manifest list once; skips manifests by their partition
-summaries (one :class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete
-manifests into a :class:`~icepark.table.delete_index.DeleteIndex`; then streams the data
-manifests (each decoded once, in worker processes, a bounded number at a time), keeping the
-live files whose partition and metrics may match, each with its delete files and its residual
-(one per partition). :meth:`TableScan.plan_tasks` splits and bin-packs those tasks
+:class:`TableScan` reads the snapshot's manifest list once and hands its manifests to a
+:class:`~icepark.table.planner.ManifestPlanner`, which skips manifests by their partition
+summaries, indexes the delete files and streams the matching live data files, each with its
+delete files and its residual; only the metrics the filter needs are decoded (see
+:meth:`TableScan.plan_files`). :meth:`TableScan.plan_tasks` splits and bin-packs those tasks
 (:mod:`icepark.table.tasks`).
 
 Decisions where the spec is silent, following the reference implementation: a scan of a tag,
@@ -42,8 +41,7 @@ icepark.errors.ValidationError: Cannot find column 'nope' in the schema
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Self
 
@@ -52,63 +50,21 @@ from icepark.expressions import (
     ALWAYS_TRUE,
     AlwaysTrue,
     Expr,
-    InclusiveMetricsEvaluator,
-    ManifestEvaluator,
-    ResidualEvaluator,
     StrictMetricsEvaluator,
     and_,
-    bind,
-    inclusive_projection,
     parse,
-    partition_evaluator,
-    rewrite_not,
-    unbind,
 )
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import read_manifest
 from icepark.io.manifest_list import snapshot_manifests
-from icepark.spec.manifest import (
-    DataFile,
-    EntryStatus,
-    ManifestContent,
-    ManifestEntry,
-    ManifestFile,
-)
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot
 from icepark.spec.types import NestedField, PrimitiveType, StructType
-from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
-from icepark.table.tasks import (
-    CombinedScanTask,
-    FileScanTask,
-    map_tasks,
-    plan_tasks,
-    split_settings,
-)
+from icepark.table.planner import ManifestPlanner
+from icepark.table.tasks import CombinedScanTask, FileScanTask, plan_tasks, split_settings
 
-
-def _planning_workers() -> int:
-    """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else the usable cores (at
-    most 8)."""
-    configured = os.environ.get("ICEPARK_PLANNING_WORKERS", "")
-    if configured.strip().isdigit() and int(configured) > 0:
-        return int(configured)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(8, cores or 1)
-
-
-PLANNING_WORKERS = _planning_workers()
-"""Processes decoding data manifests: one per core (at most 8), or the environment variable
-``ICEPARK_PLANNING_WORKERS`` (1: decode in the planning process). fastavro holds the GIL while
-it builds records, so threads do not decode in parallel: on 2 cores a thread pool planned
-100,000 files slower than one thread, two forked processes about 1.5x faster when the cores
-were free (and slower when other work kept them busy)."""
-PROCESS_MIN_BYTES = 4 * 1024 * 1024
-"""Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
-process: forking costs more than it saves."""
-_RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
+__all__ = ["ManifestPlanner", "TableScan", "as_expr", "presence_columns", "scan_schema",
+           "select_columns", "select_snapshot"]
 
 
 def as_expr(row_filter: str | Expr) -> Expr:
@@ -197,6 +153,21 @@ def select_columns(schema: Schema, names: Sequence[str], case_sensitive: bool = 
                   tuple(i for i in schema.identifier_field_ids if i in kept))
 
 
+def presence_columns(metadata: TableMetadata, schema: Schema) -> frozenset[int]:
+    """The columns whose metrics tell a reader whether a data file stores them: the sources of
+    identity partition fields (a file without the column reads its partition value) and the
+    columns with an ``initial-default`` ("the value for the field that is used when reading
+    data files that were written before the field was added"), with their nested fields."""
+    ids = {f.source_id for spec in metadata.partition_specs for f in spec.fields
+           if f.transform.is_identity}
+    for fid, f in index_by_id(schema).items():
+        if f.initial_default is not None:
+            ids.add(fid)
+            if not isinstance(f.field_type, PrimitiveType):
+                ids.update(index_by_id(f.field_type))
+    return frozenset(ids)
+
+
 def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
     if f.field_id in ids:
         return f
@@ -207,163 +178,6 @@ def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
     if not isinstance(t, PrimitiveType) and ids & set(index_by_id(t)):
         return f
     return None
-
-
-# ----------------------------------------------------------------------------- planning
-
-
-
-
-class ManifestPlanner:
-    """The filter of one scan applied to manifests and their entries, with its evaluators
-    cached per partition spec and its residuals per partition."""
-
-    def __init__(self, metadata: TableMetadata, file_io: FileIO, schema: Schema,
-                 row_filter: Expr, *, case_sensitive: bool = True,
-                 workers: int = PLANNING_WORKERS) -> None:
-        self.file_io, self.schema = file_io, schema
-        self.row_filter, self.case_sensitive, self.workers = row_filter, case_sensitive, workers
-        bound = rewrite_not(bind(row_filter, schema, case_sensitive))  # unknown columns fail
-        self.always_true = isinstance(bound, AlwaysTrue)
-        self._unbound = unbind(bound)
-        self.specs = {s.spec_id: s for s in metadata.partition_specs}
-        self._unpartitioned = frozenset(s.spec_id for s in metadata.partition_specs
-                                        if s.is_unpartitioned)
-        self._types = column_types(metadata, schema)
-        self._manifest_evaluators: dict[int, ManifestEvaluator] = {}
-        self._partition_tests: dict[int, Callable[[Sequence[Any]], bool] | None] = {}
-        self._residual_evaluators: dict[int, ResidualEvaluator] = {}
-        self._residuals: dict[tuple[int, tuple[Any, ...]], Expr] = {}
-        self._metrics = None if self.always_true else InclusiveMetricsEvaluator(
-            schema, row_filter, case_sensitive).eval
-
-    def spec(self, manifest: ManifestFile) -> PartitionSpec:
-        spec = self.specs.get(manifest.partition_spec_id)
-        if spec is None:
-            raise ValidationError(
-                f"Manifest {manifest.manifest_path} uses partition spec "
-                f"{manifest.partition_spec_id}, which is not among the table's specs")
-        return spec
-
-    def manifest_may_match(self, manifest: ManifestFile) -> bool:
-        """Whether a manifest may hold live matching files, by its file counts ("when
-        ``null`` this is assumed to be non-zero") and partition summaries."""
-        if not (manifest.has_added_files() or manifest.has_existing_files()):
-            return False
-        if self.always_true:
-            return True
-        spec_id = manifest.partition_spec_id
-        evaluator = self._manifest_evaluators.get(spec_id)
-        if evaluator is None:
-            evaluator = self._manifest_evaluators[spec_id] = ManifestEvaluator(
-                self.schema, self.spec(manifest), self.row_filter, self.case_sensitive)
-        return evaluator.eval(manifest)
-
-    def _partition_test(self, manifest: ManifestFile) -> Callable[[Sequence[Any]], bool] | None:
-        spec_id = manifest.partition_spec_id
-        if spec_id in self._partition_tests:
-            return self._partition_tests[spec_id]
-        test = None
-        spec = self.spec(manifest)
-        if not self.always_true and spec.fields:
-            projected = inclusive_projection(self.schema, spec, self.case_sensitive)(
-                self.row_filter)
-            if not isinstance(projected, AlwaysTrue):
-                test = partition_evaluator(spec, self.schema, projected).eval
-        self._partition_tests[spec_id] = test
-        return test
-
-    def entries(self, manifest: ManifestFile, added_by: frozenset[int] | None = None, *,
-                metrics: bool = True) -> list[ManifestEntry]:
-        """The live entries of a manifest whose partition (and ``metrics``) may match (files
-        without rows are skipped); with ``added_by``, only files ADDED by those snapshots."""
-        partition_test = self._partition_test(manifest)
-        metrics_test = self._metrics if metrics else None
-        out = []
-        for entry in read_manifest(self.file_io, manifest, specs_by_id=self.specs,
-                                   discard_deleted=True):
-            f = entry.data_file
-            if f.record_count == 0 or (added_by is not None and (
-                    entry.status is not EntryStatus.ADDED or entry.snapshot_id not in added_by)):
-                continue
-            if partition_test is not None and not partition_test(f.partition):
-                continue
-            if metrics_test is not None and not metrics_test(f):
-                continue
-            out.append(entry)
-        return out
-
-    def delete_may_match(self, delete_file: DataFile) -> bool:
-        """Whether a delete file may delete rows the filter selects, by its metrics: "If
-        metrics show that a delete file has no rows that match a scan predicate, it may be
-        ignored". A position delete file's metrics are those of the rows it deletes; an
-        equality delete file deletes every row equal on its equality columns, whatever the
-        other values it stores, so only the equality columns' metrics are used."""
-        return self._metrics is None or self._metrics(equality_metrics_only(delete_file))
-
-    def residual(self, data_file: DataFile) -> Expr:
-        """The filter left for the rows of the file's partition (unbound, full column names):
-        "These projections are used to calculate the residual predicates for each file"."""
-        if self.always_true:
-            return ALWAYS_TRUE
-        spec_id = data_file.spec_id
-        key = (spec_id, data_file.partition)
-        found = self._residuals.get(key)
-        if found is not None:
-            return found
-        spec = self.specs[spec_id]
-        if not spec.fields:
-            residual = self._unbound
-        else:
-            evaluator = self._residual_evaluators.get(spec_id)
-            if evaluator is None:
-                evaluator = self._residual_evaluators[spec_id] = ResidualEvaluator(
-                    self.schema, spec, self.row_filter, self.case_sensitive)
-            residual = unbind(evaluator.residual_for(data_file.partition))
-        if len(self._residuals) >= _RESIDUAL_CACHE_LIMIT:
-            self._residuals.clear()
-        self._residuals[key] = residual
-        return residual
-
-    def delete_index(self, manifests: Sequence[ManifestFile]) -> DeleteIndex:
-        """Index the matching live delete files of the delete manifests."""
-        deletes: list[tuple[int, DataFile]] = []
-        for manifest in manifests:
-            for entry in self.entries(manifest, metrics=False):
-                if not self.delete_may_match(entry.data_file):
-                    continue
-                if entry.sequence_number is None:
-                    raise ValidationError(
-                        f"Delete file {entry.data_file.file_path} has no data sequence number")
-                deletes.append((entry.sequence_number, entry.data_file))
-        return DeleteIndex.build(deletes, self._unpartitioned, self._types)
-
-    def tasks(self, manifest: ManifestFile, index: DeleteIndex,
-              added_by: frozenset[int] | None = None) -> list[FileScanTask]:
-        """The tasks of one data manifest's matching live files."""
-        residual = self.residual
-        out = []
-        for entry in self.entries(manifest, added_by):
-            f = entry.data_file
-            out.append(FileScanTask(f, index.for_data_file(entry.sequence_number or 0, f),
-                                    residual(f), f.spec_id, 0, f.file_size_in_bytes,
-                                    f.partition))
-        return out
-
-    def plan(self, manifests: Iterable[ManifestFile],
-             added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
-        """One task per matching live data file of ``manifests``, with the deletes of the
-        delete manifests among them and its residual."""
-        data: list[ManifestFile] = []
-        delete: list[ManifestFile] = []
-        for m in manifests:
-            if self.manifest_may_match(m):
-                (delete if m.content is ManifestContent.DELETES else data).append(m)
-        index = self.delete_index(delete)
-        work = sum(m.manifest_length for m in data)
-        workers = self.workers if work >= PROCESS_MIN_BYTES else 1
-        for tasks in map_tasks(lambda m: self.tasks(m, index, added_by), data, workers):
-            yield from tasks
 
 
 # ----------------------------------------------------------------------------- the scan
@@ -468,18 +282,30 @@ class TableScan:
 
     # ------------------------------------------------------------------ planning
 
-    def planner(self) -> ManifestPlanner:
+    def planner(self, *, include_column_stats: bool = False,
+                stats_columns: Iterable[int] = ()) -> ManifestPlanner:
         """The planner of this scan's filter (binding it: an unknown column or a literal of the
         wrong type is a :class:`ValidationError`)."""
         self.projection()  # unknown selected columns fail too
         return ManifestPlanner(self.metadata, self.io, self.schema(), self.row_filter,
-                               case_sensitive=self.case_sensitive)
+                               case_sensitive=self.case_sensitive,
+                               include_column_stats=include_column_stats,
+                               stats_columns=stats_columns)
 
-    def plan_files(self) -> Iterator[FileScanTask]:
+    def plan_files(self, *, include_column_stats: bool = False,
+                   stats_columns: Iterable[int] = ()) -> Iterator[FileScanTask]:
         """One task per live data file that may hold matching rows, with the delete files that
         apply to it and its residual. Streams: manifests are decoded as tasks are consumed.
-        A manifest missing from storage raises ``FileNotFound`` naming it."""
-        planner = self.planner()
+        A manifest missing from storage raises ``FileNotFound`` naming it.
+
+        The data files of the tasks carry the value, null and NaN counts and bounds of the
+        filter's columns, of the equality delete columns, of the :func:`presence_columns`
+        and of ``stats_columns`` (column IDs) only, their other metrics None; with
+        ``include_column_stats`` every metric map of every column. Decoding every column's
+        metrics is most of the cost of reading a manifest. Delete files keep all of theirs."""
+        columns = presence_columns(self.metadata, self.schema()) | frozenset(stats_columns)
+        planner = self.planner(include_column_stats=include_column_stats,
+                               stats_columns=columns)
         snapshot = self._snapshot
         if snapshot is None:
             return iter(())

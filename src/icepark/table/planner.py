@@ -1,0 +1,324 @@
+"""Scan planning over manifests: which live files of a snapshot a filter may select.
+
+Spec, *Scan Planning*: "Scans are planned by reading the manifest files for the current
+snapshot. Deleted entries in data and delete manifests (those marked with status "DELETED")
+are not used in a scan." and "Manifests that contain no matching files, determined using either
+file counts or partition summaries, may be skipped." Then "For each manifest, scan predicates,
+which filter data rows, are converted to partition predicates, which filter data and delete
+files. ... This conversion uses the partition spec used to write the manifest file." and "Scan
+predicates are also used to filter data and delete files using column bounds and counts".
+
+:class:`ManifestPlanner` skips manifests by their partition summaries (one
+:class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete manifests into a
+:class:`~icepark.table.delete_index.DeleteIndex`; then streams the data manifests (each decoded
+once, a bounded number at a time, in this process unless ``ICEPARK_PLANNING_WORKERS`` asks for
+forked workers), keeping the live files whose partition (tested once per distinct partition,
+before the rest of an entry is decoded) and metrics may match, each with its delete files and
+its residual (one per partition). Only the metric maps the filter (and the equality deletes)
+need are decoded, unless the caller asks for every column's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from icepark.errors import ValidationError
+from icepark.expressions import (
+    ALWAYS_TRUE,
+    AlwaysTrue,
+    Expr,
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    ResidualEvaluator,
+    bind,
+    inclusive_projection,
+    partition_evaluator,
+    rewrite_not,
+    unbind,
+    visit,
+)
+from icepark.expressions.bound import BoundPredicate, BoundVisitor
+from icepark.io.fileio import FileIO
+from icepark.io.manifest import read_manifest
+from icepark.io.manifest_reader import ALL_STATS, Stats
+from icepark.spec.manifest import (
+    DataFile,
+    EntryStatus,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
+from icepark.table.metrics_prefilter import metrics_prefilter
+from icepark.table.tasks import FileScanTask, map_tasks
+
+
+def _planning_workers() -> int:
+    """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else 1: plan in this
+    process."""
+    configured = os.environ.get("ICEPARK_PLANNING_WORKERS", "")
+    if configured.strip().isdigit() and int(configured) > 0:
+        return int(configured)
+    return 1
+
+
+PLANNING_WORKERS = _planning_workers()
+"""Processes decoding data manifests: 1 (the planning process) unless the environment variable
+``ICEPARK_PLANNING_WORKERS`` asks for more, which are then forked. Planning usually runs in a
+Spark driver, a process that hosts the JVM gateway and its threads, where forking is unsafe;
+and with manifests decoded by :mod:`icepark.io.avro_compiled` (only the fields a scan needs),
+one process plans 100,000 files in about a second, so forked workers (whose tasks must be
+pickled back) save little on two cores, and cost more when other work keeps them busy."""
+PROCESS_MIN_BYTES = 4 * 1024 * 1024
+"""Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
+process: forking costs more than it saves."""
+_RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
+_NO_DELETES = DeleteIndex.build(())
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while one manifest is turned into tasks: the
+    thousands of records it allocates hold no cycles, but each 700 allocations start a
+    collection (about a tenth of planning time). Reference counting still frees everything;
+    the collector is enabled again after (unless it was disabled before)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class ManifestPlanner:
+    """The filter of one scan applied to manifests and their entries, with its evaluators
+    cached per partition spec and its residuals per partition."""
+
+    def __init__(self, metadata: TableMetadata, file_io: FileIO, schema: Schema,
+                 row_filter: Expr, *, case_sensitive: bool = True,
+                 workers: int = PLANNING_WORKERS, include_column_stats: bool = False,
+                 stats_columns: Iterable[int] = ()) -> None:
+        self.file_io, self.schema = file_io, schema
+        self.row_filter, self.case_sensitive, self.workers = row_filter, case_sensitive, workers
+        bound = rewrite_not(bind(row_filter, schema, case_sensitive))  # unknown columns fail
+        self.always_true = isinstance(bound, AlwaysTrue)
+        self.include_column_stats = include_column_stats
+        refs: set[int] = visit(bound, _Refs())
+        self.filter_columns = frozenset(refs)
+        """The columns the filter reads: their metrics are decoded to evaluate it."""
+        self.stats_columns = frozenset(stats_columns)
+        """More columns whose metrics the caller wants in the planned files."""
+        self._unbound = unbind(bound)
+        self.specs = {s.spec_id: s for s in metadata.partition_specs}
+        self._unpartitioned = frozenset(s.spec_id for s in metadata.partition_specs
+                                        if s.is_unpartitioned)
+        self._types = column_types(metadata, schema)
+        self._manifest_evaluators: dict[int, ManifestEvaluator] = {}
+        self._partition_tests: dict[int, Callable[[Sequence[Any]], bool] | None] = {}
+        self._gates: dict[int, Callable[[tuple[Any, ...]], bool] | None] = {}
+        self._residual_evaluators: dict[int, ResidualEvaluator] = {}
+        self._residuals: dict[tuple[int, tuple[Any, ...]], Expr] = {}
+        self._metrics = None if self.always_true else InclusiveMetricsEvaluator(
+            schema, row_filter, case_sensitive).eval
+        self._cannot_match = None if self.always_true else metrics_prefilter(bound)
+
+    def spec(self, manifest: ManifestFile) -> PartitionSpec:
+        spec = self.specs.get(manifest.partition_spec_id)
+        if spec is None:
+            raise ValidationError(
+                f"Manifest {manifest.manifest_path} uses partition spec "
+                f"{manifest.partition_spec_id}, which is not among the table's specs")
+        return spec
+
+    def manifest_may_match(self, manifest: ManifestFile) -> bool:
+        """Whether a manifest may hold live matching files, by its file counts ("when
+        ``null`` this is assumed to be non-zero") and partition summaries."""
+        if not (manifest.has_added_files() or manifest.has_existing_files()):
+            return False
+        if self.always_true:
+            return True
+        spec_id = manifest.partition_spec_id
+        evaluator = self._manifest_evaluators.get(spec_id)
+        if evaluator is None:
+            evaluator = self._manifest_evaluators[spec_id] = ManifestEvaluator(
+                self.schema, self.spec(manifest), self.row_filter, self.case_sensitive)
+        return evaluator.eval(manifest)
+
+    def _partition_test(self, manifest: ManifestFile) -> Callable[[Sequence[Any]], bool] | None:
+        spec_id = manifest.partition_spec_id
+        if spec_id in self._partition_tests:
+            return self._partition_tests[spec_id]
+        test = None
+        spec = self.spec(manifest)
+        if not self.always_true and spec.fields:
+            projected = inclusive_projection(self.schema, spec, self.case_sensitive)(
+                self.row_filter)
+            if not isinstance(projected, AlwaysTrue):
+                test = partition_evaluator(spec, self.schema, projected).eval
+        self._partition_tests[spec_id] = test
+        return test
+
+    def _partition_gate(self, manifest: ManifestFile
+                        ) -> Callable[[tuple[Any, ...]], bool] | None:
+        """The partition test of the manifest's spec, evaluated once per distinct partition
+        tuple (a bounded cache per spec)."""
+        spec_id = manifest.partition_spec_id
+        if spec_id in self._gates:
+            return self._gates[spec_id]
+        test = self._partition_test(manifest)
+        gate = None
+        if test is not None:
+            cache: dict[tuple[Any, ...], bool] = {}
+            partition_test = test
+
+            def gate(partition: tuple[Any, ...]) -> bool:
+                found = cache.get(partition)
+                if found is None:
+                    if len(cache) >= _RESIDUAL_CACHE_LIMIT:
+                        cache.clear()
+                    found = cache[partition] = partition_test(partition)
+                return found
+
+        self._gates[spec_id] = gate
+        return gate
+
+    def entries(self, manifest: ManifestFile, added_by: frozenset[int] | None = None, *,
+                metrics: bool = True, stats: Stats | None = None) -> list[ManifestEntry]:
+        """The live entries of a manifest whose partition (and ``metrics``) may match (files
+        without rows are skipped); with ``added_by``, only files ADDED by those snapshots.
+        Partitions are tested before the rest of an entry is decoded; a file whose partition
+        the filter matches entirely (its residual is true: every row matches) needs no metrics
+        test; :mod:`~icepark.table.metrics_prefilter` rules most others out before their file
+        record is even built.
+
+        ``stats`` are the metric maps decoded into the entries' files (default: as
+        :meth:`data_stats` without delete files)."""
+        metrics_test = self._metrics if metrics else None
+        residual = self.residual
+        out = []
+        added = EntryStatus.ADDED
+        for entry in read_manifest(self.file_io, manifest, specs_by_id=self.specs,
+                                   discard_deleted=True,
+                                   stats=stats or self.data_stats(_NO_DELETES),
+                                   partition_filter=self._partition_gate(manifest),
+                                   metrics_filter=self._cannot_match if metrics else None):
+            f = entry.data_file
+            if f.record_count == 0 or (added_by is not None and (
+                    entry.status is not added or entry.snapshot_id not in added_by)):
+                continue
+            if metrics_test is not None and not (
+                    f.partition and isinstance(residual(f), AlwaysTrue)) and not metrics_test(f):
+                continue
+            out.append(entry)
+        return out
+
+    def delete_may_match(self, delete_file: DataFile) -> bool:
+        """Whether a delete file may delete rows the filter selects, by its metrics: "If
+        metrics show that a delete file has no rows that match a scan predicate, it may be
+        ignored". A position delete file's metrics are those of the rows it deletes; an
+        equality delete file deletes every row equal on its equality columns, whatever the
+        other values it stores, so only the equality columns' metrics are used."""
+        return self._metrics is None or self._metrics(equality_metrics_only(delete_file))
+
+    def residual(self, data_file: DataFile) -> Expr:
+        """The filter left for the rows of the file's partition (unbound, full column names):
+        "These projections are used to calculate the residual predicates for each file"."""
+        if self.always_true:
+            return ALWAYS_TRUE
+        spec_id = data_file.spec_id
+        key = (spec_id, data_file.partition)
+        found = self._residuals.get(key)
+        if found is not None:
+            return found
+        spec = self.specs[spec_id]
+        if not spec.fields:
+            residual = self._unbound
+        else:
+            evaluator = self._residual_evaluators.get(spec_id)
+            if evaluator is None:
+                evaluator = self._residual_evaluators[spec_id] = ResidualEvaluator(
+                    self.schema, spec, self.row_filter, self.case_sensitive)
+            residual = unbind(evaluator.residual_for(data_file.partition))
+        if len(self._residuals) >= _RESIDUAL_CACHE_LIMIT:
+            self._residuals.clear()
+        self._residuals[key] = residual
+        return residual
+
+    def delete_index(self, manifests: Sequence[ManifestFile]) -> DeleteIndex:
+        """Index the matching live delete files of the delete manifests."""
+        deletes: list[tuple[int, DataFile]] = []
+        for manifest in manifests:
+            for entry in self.entries(manifest, metrics=False, stats=ALL_STATS):
+                if not self.delete_may_match(entry.data_file):
+                    continue
+                if entry.sequence_number is None:
+                    raise ValidationError(
+                        f"Delete file {entry.data_file.file_path} has no data sequence number")
+                deletes.append((entry.sequence_number, entry.data_file))
+        return DeleteIndex.build(deletes, self._unpartitioned, self._types)
+
+    def data_stats(self, index: DeleteIndex) -> Stats:
+        """The metric maps decoded into data files: all of them when the planner includes
+        column stats; else those of the filter's columns, which its metrics evaluation reads,
+        and of the equality delete columns, by which equality deletes are matched to files,
+        and of the ``stats_columns`` asked for (the Java planner, too, keeps no column stats in
+        tasks unless asked)."""
+        if self.include_column_stats:
+            return ALL_STATS
+        return Stats.for_columns(self.filter_columns | index.equality_ids | self.stats_columns)
+
+    def tasks(self, manifest: ManifestFile, index: DeleteIndex,
+              added_by: frozenset[int] | None = None) -> list[FileScanTask]:
+        """The tasks of one data manifest's matching live files."""
+        residual = self.residual
+        for_data_file = index.for_data_file
+        out = []
+        with _cyclic_gc_paused():
+            for entry in self.entries(manifest, added_by, stats=self.data_stats(index)):
+                f = entry.data_file
+                out.append(FileScanTask(f, for_data_file(entry.sequence_number or 0, f),
+                                        residual(f), f.spec_id, 0, f.file_size_in_bytes,
+                                        f.partition))
+        return out
+
+    def plan(self, manifests: Iterable[ManifestFile],
+             added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
+        """One task per matching live data file of ``manifests``, with the deletes of the
+        delete manifests among them and its residual."""
+        data: list[ManifestFile] = []
+        delete: list[ManifestFile] = []
+        for m in manifests:
+            if self.manifest_may_match(m):
+                (delete if m.content is ManifestContent.DELETES else data).append(m)
+        index = self.delete_index(delete)
+        work = sum(m.manifest_length for m in data)
+        workers = self.workers if work >= PROCESS_MIN_BYTES else 1
+        for tasks in map_tasks(lambda m: self.tasks(m, index, added_by), data, workers):
+            yield from tasks
+
+
+class _Refs(BoundVisitor[set[int]]):
+    """The column IDs a bound filter reads."""
+
+    def always_true(self) -> set[int]:
+        return set()
+
+    def always_false(self) -> set[int]:
+        return set()
+
+    def and_(self, left: set[int], right: set[int]) -> set[int]:
+        return left | right
+
+    def or_(self, left: set[int], right: set[int]) -> set[int]:
+        return left | right
+
+    def predicate(self, p: BoundPredicate) -> set[int]:
+        return {p.field_id}

@@ -1,0 +1,188 @@
+"""Reading manifests with only some metrics, or some partitions: the same entries otherwise,
+through the compiled decoder and through the generic (fastavro) one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
+from icepark.io import avro_pattern
+from icepark.io import manifest as manifest_module
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.manifest import ManifestWriter, read_manifest
+from icepark.io.manifest_reader import ALL_STATS, METRIC_FIELDS, NO_STATS, FileMetrics, Stats
+from icepark.spec.manifest import (
+    DataFile,
+    EntryStatus,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from tests.io.manifest_fixtures import data_file
+
+
+@pytest.fixture(params=["compiled", "generic"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run each test with the compiled decoder (skipping runs of fields with patterns from
+    the first record) and with the generic fallback."""
+    monkeypatch.setattr(avro_pattern, "COMPILE_AFTER", 0)
+    if request.param == "generic":
+        def unsupported(*_: Any, **__: Any) -> Any:
+            raise UnsupportedFeature("forced fallback")
+
+        monkeypatch.setattr(manifest_module, "compiled_entries", unsupported)
+    return str(request.param)
+
+
+def _write(file_io: ArrowFileIO,  # noqa: PLR0917 - the writer's arguments
+           path: str, spec: PartitionSpec, schema: Schema, version: Any,
+           files: list[DataFile], content: ManifestContent = ManifestContent.DATA
+           ) -> ManifestFile:
+    with ManifestWriter(file_io, path, spec, schema, version, content, 9) as w:
+        for i, f in enumerate(files):
+            if i % 4 == 3:
+                w.add(ManifestEntry(EntryStatus.DELETED, f, 9, 1, 1))
+            else:
+                w.add_file(f)
+    return replace(w.to_manifest_file(), sequence_number=5)
+
+
+def _without(f: DataFile, stats: Stats) -> DataFile:
+    kept: dict[str, Any] = {}
+    for fid, name in METRIC_FIELDS.items():
+        values = getattr(f, name)
+        if fid not in stats.maps or values is None:
+            kept[name] = None
+        elif stats.columns is not None:
+            kept[name] = {k: v for k, v in values.items() if k in stats.columns}
+    return replace(f, **kept)
+
+
+STATS = [ALL_STATS, NO_STATS, Stats.for_columns({1}), Stats.for_columns({2, 6}),
+         Stats(frozenset({108, 111}), None)]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("stats", STATS, ids=["all", "none", "col1", "col2_6", "sizes"])
+def test_projected_entries_equal_full_entries_minus_stats(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        version: int, stats: Stats, decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, version,
+                      [data_file(i) for i in range(9)])
+    full = list(read_manifest(file_io, manifest))
+    got = list(read_manifest(file_io, manifest, stats=stats))
+    assert got == [replace(e, data_file=_without(e.data_file, stats)) for e in full]
+    assert len(got) == 9 and full[0].data_file == data_file(0)
+    if stats == NO_STATS:
+        assert all(getattr(e.data_file, name) is None for e in got
+                   for name in METRIC_FIELDS.values())
+
+
+def test_delete_files_keep_their_equality_ids_without_stats(
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str) -> None:
+    files = [data_file(0, content=FileContent.POSITION_DELETES),
+             data_file(1, content=FileContent.EQUALITY_DELETES, equality_ids=(1, 3))]
+    manifest = _write(file_io, f"{location}/d.avro", spec, schema, 2, files,
+                      ManifestContent.DELETES)
+    got = [e.data_file for e in read_manifest(file_io, manifest, stats=NO_STATS)]
+    assert got == [_without(f, NO_STATS) for f in files]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_partition_filter_leaves_out_rejected_entries(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        version: int, decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, version,
+                      [data_file(i) for i in range(12)])
+    seen: list[tuple[Any, ...]] = []
+
+    def even_ids(partition: tuple[Any, ...]) -> bool:
+        seen.append(partition)
+        return bool(partition[1] % 2 == 0)
+
+    full = list(read_manifest(file_io, manifest, discard_deleted=True))
+    got = list(read_manifest(file_io, manifest, discard_deleted=True,
+                             partition_filter=even_ids, stats=NO_STATS))
+    assert got == [replace(e, data_file=_without(e.data_file, NO_STATS)) for e in full
+                   if e.data_file.partition[1] % 2 == 0]
+    assert 0 < len(got) < len(full) == 9 and seen  # 12 files, 3 of them deleted
+    assert all(len(p) == len(spec.fields) for p in seen)
+
+
+def test_the_counts_check_covers_entries_the_filter_rejected(
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2,
+                      [data_file(i) for i in range(4)])
+    assert list(read_manifest(file_io, manifest, partition_filter=lambda _: False)) == []
+    wrong = replace(manifest, added_files_count=(manifest.added_files_count or 0) + 1)
+    with pytest.raises(CorruptFile, match="entries but its manifest list entry counts"):
+        list(read_manifest(file_io, wrong, partition_filter=lambda _: False))
+
+
+def test_pyiceberg_manifests_read_without_stats(tmp_path: Path) -> None:
+    pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
+    from tests.io.test_manifest_pyiceberg import PY_SCHEMA, PY_SPEC, _rows  # noqa: PLC0415
+    catalog = pyiceberg_sql.SqlCatalog("interop", uri=f"sqlite:///{tmp_path}/p.db",
+                                       warehouse=f"file://{tmp_path}/warehouse")
+    catalog.create_namespace("db")
+    for version in (1, 2):
+        table = catalog.create_table(f"db.t{version}", schema=PY_SCHEMA,
+                                     partition_spec=PY_SPEC,
+                                     properties={"format-version": str(version)})
+        table.append(_rows(0))
+        io = ArrowFileIO()
+        from icepark.io.manifest_list import read_manifest_list  # noqa: PLC0415
+        for manifest in read_manifest_list(io, table.current_snapshot().manifest_list):
+            full = list(read_manifest(io, manifest))
+            assert full and full[0].data_file.lower_bounds
+            for stats in (NO_STATS, Stats.for_columns({2})):
+                got = list(read_manifest(io, manifest, stats=stats))
+                assert got == [replace(e, data_file=_without(e.data_file, stats))
+                               for e in full]
+            kept = list(read_manifest(io, manifest, partition_filter=lambda p: p[0] == "a"))
+            assert kept == [e for e in full if e.data_file.partition[0] == "a"] != []
+    catalog.close()
+
+
+def test_metrics_filter_leaves_out_rejected_files(
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2,
+                      [data_file(i) for i in range(8)])
+    stats = Stats.for_columns({1, 2})
+    seen: list[tuple[Any, ...]] = []
+
+    def odd_nulls(m: FileMetrics) -> bool:
+        seen.append((m.value_counts, m.null_value_counts, m.nan_value_counts,
+                     m.lower_bounds, m.upper_bounds))
+        return bool((m.null_value_counts or {}).get(2, 0) % 2)
+
+    full = list(read_manifest(file_io, manifest, stats=stats))
+    got = list(read_manifest(file_io, manifest, stats=stats, metrics_filter=odd_nulls))
+    assert got == [e for e in full if not (e.data_file.null_value_counts or {})[2] % 2]
+    assert 0 < len(got) < len(full)
+    assert seen == [(f.value_counts, f.null_value_counts, f.nan_value_counts, f.lower_bounds,
+                     f.upper_bounds) for f in (e.data_file for e in full)]
+
+
+def test_errors_of_the_filters_keep_their_type(
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2, [data_file(0)])
+
+    def fails(_: Any) -> bool:
+        raise ValidationError("Cannot compare a partition value")
+
+    with pytest.raises(ValidationError, match="Cannot compare"):
+        list(read_manifest(file_io, manifest, partition_filter=fails))
+    with pytest.raises(ValidationError, match="Cannot compare"):
+        list(read_manifest(file_io, manifest, metrics_filter=fails))
