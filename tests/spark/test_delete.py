@@ -19,12 +19,14 @@ from icepark.io.delete_writer import EqualityDeleteWriter
 from icepark.io.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
 from icepark.spark.delete import DeleteResult, delete_rows
 from icepark.spark.read import read
+from icepark.spark.write import JOB_ID_PROPERTY
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
-from icepark.spec.types import INT, LONG, STRING, NestedField, StructType
+from icepark.spec.types import INT, LONG, STRING, ListType, NestedField, StructType
 from icepark.table.table import Table
 from tests.interop.peers import duckdb_connection
+from tests.spark.test_write import assert_field_ids_everywhere
 
 pytestmark = pytest.mark.spark
 
@@ -330,3 +332,65 @@ def test_name_mapped_file_with_identity_partition_fill(spark: SparkSession, tmp_
     assert sorted((r["id"], r["cat"], r["x"]) for r in table.scan().to_arrow().to_pylist()
                   ) == expected
     assert sorted((r.id, r.cat, r.x) for r in read(spark, table).collect()) == expected
+
+
+# -- which writer rewrites the files -------------------------------------------------------------
+
+SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
+"""The footer key Spark's own Parquet writer adds (and no other writer does)."""
+
+
+def _added_by_current(table: Table, before: set[str]) -> tuple[str, list[DataFile]]:
+    """The job ID of the current snapshot and the live data files that are not in ``before``."""
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    new = [t.data_file for t in table.scan().plan_files() if t.data_file.file_path not in before]
+    return snapshot.summary.properties[JOB_ID_PROPERTY], new
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_copy_on_write_rewrites_flat_tables_with_sparks_writer(spark: SparkSession,
+                                                               tmp_path: Path,
+                                                               partitioned: bool) -> None:
+    """Longs, strings and a struct: Spark's own Parquet writer rewrites the files, in the
+    native job's directory, with field IDs on every column."""
+    table = _make(tmp_path, "copy-on-write", partitioned)
+    before = {t.data_file.file_path for t in table.scan().plan_files()}
+    result = delete_rows(spark, table, "x > 30")
+    job, new = _added_by_current(table, before)
+    assert result.rewritten_files >= 1 and new
+    for f in new:
+        assert f"/data/{job}/" in f.file_path, f.file_path
+        assert f.file_path.rsplit("/", 1)[-1].startswith(f"{job}-")
+        assert SPARK_ROW_METADATA in (pq.read_metadata(f.file_path).metadata or {})
+        assert_field_ids_everywhere(f.file_path)
+    expected = _expected(lambda r: not (r["x"] is not None and r["x"] > 30))
+    assert sum(t.data_file.record_count for t in table.scan().plan_files()) == len(expected)
+    _check(spark, table, expected)
+
+
+LISTED = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(2, "x", LONG),
+                   NestedField.optional(3, "tags", ListType(4, STRING, element_required=False)))
+
+
+def test_copy_on_write_of_a_list_column_uses_the_python_workers(spark: SparkSession,
+                                                                tmp_path: Path) -> None:
+    """Spark's writer gives list elements no field ID: the Python workers rewrite the file."""
+    catalog = load_catalog("test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
+                           warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.l", LISTED)
+    rows = [{"id": i, "x": i, "tags": None if i % 3 == 0 else [f"t{i}", None]}
+            for i in range(20)]
+    table.append(pa.Table.from_pylist(rows, schema=to_arrow_schema(table.schema())))
+    before = {t.data_file.file_path for t in table.scan().plan_files()}
+    result = delete_rows(spark, table, "x >= 15")
+    assert (result.deleted_rows, result.rewritten_files) == (5, 1)
+    job, (new,) = _added_by_current(table, before)
+    assert f"/data/{job}-" in new.file_path, new.file_path  # no job directory
+    assert SPARK_ROW_METADATA not in (pq.read_metadata(new.file_path).metadata or {})
+    assert_field_ids_everywhere(new.file_path)
+    assert new.record_count == 15
+    assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == rows[:15]
+    theirs = StaticTable.from_metadata(table.metadata_location).scan().to_arrow().to_pylist()
+    assert sorted(theirs, key=lambda r: r["id"]) == rows[:15]

@@ -13,9 +13,12 @@ matches (matched count = ``record_count``) is removed whole too.
 The table property ``write.delete.mode`` chooses what happens to the other files holding
 matching rows (the reference implementation's names and default):
 
-* ``copy-on-write`` (the default): they are rewritten without those rows by the Spark write
-  tasks (:mod:`icepark.spark.write`), and one ``overwrite`` snapshot removes them, the files
-  removed whole, and adds the new files. As SQL's ``DELETE``, a row where the filter is null
+* ``copy-on-write`` (the default): they are rewritten without those rows by the writers of
+  :func:`icepark.spark.write.write` (:func:`icepark.spark.data_files.write_data_files`:
+  Spark's own Parquet writer where the schema allows, the Python workers otherwise; on the
+  native path ``write.target-file-size-bytes`` is applied with the bytes per row of the files
+  rewritten), and one ``overwrite`` snapshot removes them, the files removed whole, and adds
+  the new files. As SQL's ``DELETE``, a row where the filter is null
   (``x > 5`` with ``x`` null) is kept.
 * ``merge-on-read`` (v2 and later; spec: "Row-level deletes are not supported in v1"): the
   positions of their matching rows (file number and ``_metadata.row_index`` per row) are
@@ -32,8 +35,8 @@ snapshot the delete read, with the filter as conflict filter, by
 ``write.delete.isolation-level`` (spec, *Commit Conflict Resolution and Retry*: "Delete
 operations must verify that specific files to delete are still in the table"). On a task
 failure or a known commit failure every file the job wrote is deleted (found by the job UUID in
-their names); on :class:`~icepark.errors.CommitStateUnknown` nothing is. When nothing matches,
-nothing is committed.
+their names or directory); on :class:`~icepark.errors.CommitStateUnknown` nothing is. When
+nothing matches, nothing is committed.
 
 Non-Parquet files are not supported (:class:`~icepark.errors.UnsupportedFeature`).
 """
@@ -52,13 +55,13 @@ from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
 from icepark.expressions.bound import bind, rewrite_not
 from icepark.spark import delete_tasks
+from icepark.spark.data_files import write_data_files
 from icepark.spark.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
 from icepark.spark.filters import referenced_ids, spark_filter
 from icepark.spark.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.schema import read_columns
-from icepark.spark.write import JOB_ID_PROPERTY, collect_files, distribute, new_task
+from icepark.spark.write import JOB_ID_PROPERTY
 from icepark.spark.write_tasks import RECORD_COLUMN, delete_job_files
-from icepark.spark.write_tasks import map_function as write_function
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -236,23 +239,23 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
         return _delete_whole_files(table, plan, removed, counts=counts, branch=branch,
                                        properties=properties)
     schema = metadata.schema()
-    task = new_task(metadata, presorted=True)
-    files: list[DataFile] = []
+    kept = scan_rows(spark, table, rewritten, schema, ["*"],
+                     condition=~F.coalesce(plan.condition, F.lit(False)))
+    old = [t.data_file for t in rewritten]  # their bytes per row predict the new files'
+    row_bytes = sum(f.file_size_in_bytes for f in old) / sum(f.record_count for f in old)
+    written = write_data_files(kept.rows.select(*read_columns(schema)), metadata, table.io,
+                               row_bytes=row_bytes)
     try:
-        kept = scan_rows(spark, table, rewritten, schema, ["*"],
-                         condition=~F.coalesce(plan.condition, F.lit(False)))
-        files = collect_files(distribute(kept.rows.select(*read_columns(schema)), metadata)
-                              .mapInArrow(write_function(task), _RECORDS))
         (table.new_overwrite(branch=branch,
-                             snapshot_properties={**properties, JOB_ID_PROPERTY: task.job_id})
-         .delete_files([t.data_file for t in (*removed, *rewritten)]).add_files(files)
+                             snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})
+         .delete_files([t.data_file for t in (*removed, *rewritten)]).add_files(written.files)
          .validate_no_conflicting_appends(plan.head_id, plan.expr)
          .isolation_level(isolation_level(metadata.properties, DELETE_ISOLATION_LEVEL))
          .commit())
     except CommitStateUnknown:
         raise
     except BaseException:
-        delete_job_files(table.io, task.data_path, task.job_id, [f.file_path for f in files])
+        written.abort(table.io)
         raise
     return DeleteResult(plan.deleted_rows(counts), len(removed), len(rewritten), 0,
                         _head_id(table, branch))

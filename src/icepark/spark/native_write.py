@@ -30,7 +30,9 @@ do). The driver then lists the job directory and builds the ``DataFile`` records
 footers (:mod:`icepark.spark.native_files`). :meth:`NativeWriteJob.abort` deletes the job
 directory.
 
-``write.target-file-size-bytes`` is not applied: Spark writes one file per task and partition.
+``write.target-file-size-bytes``: Spark rolls files by rows only, so the caller passes the
+target as ``maxRecordsPerFile`` from an expected row size (:mod:`icepark.spark.file_size`);
+without it Spark writes one file per task and partition.
 """
 
 from __future__ import annotations
@@ -155,9 +157,11 @@ class NativeWriteJob:
     def job_dir(self) -> str:
         return f"{self.data_path}/{self.job_id}"
 
-    def write(self, df: DataFrame, metadata: TableMetadata, file_io: FileIO) -> list[DataFile]:
+    def write(self, df: DataFrame, metadata: TableMetadata, file_io: FileIO, *,
+              max_records_per_file: int | None = None) -> list[DataFile]:
         """Write ``df`` (in the table layout, conformed to the current schema) and return
-        the records of the files written."""
+        the records of the files written; each file holds at most ``max_records_per_file``
+        rows (Spark's ``maxRecordsPerFile``; None: no limit)."""
         schema, spec = metadata.schema(), metadata.spec()
         order = metadata.sort_order()
         frame = df.select(*file_value_columns(df, schema))
@@ -165,8 +169,13 @@ class NativeWriteJob:
         types = [f.field_type for f in spec.partition_type(schema).fields]
         keys = [(name, encode_column(t, c)) for name, t, c in
                 zip(names, types, partition_columns(spec, schema, frame), strict=True)]
-        writer = distributed(frame, metadata, keys).write.options(
-            **writer_options(metadata.properties, self.job_id))
+        options = writer_options(metadata.properties, self.job_id)
+        if max_records_per_file is not None:
+            if max_records_per_file < 1:
+                raise ValidationError(
+                    f"max_records_per_file must be positive, not {max_records_per_file}")
+            options["maxRecordsPerFile"] = str(max_records_per_file)
+        writer = distributed(frame, metadata, keys).write.options(**options)
         if names:
             writer = writer.partitionBy(*names)
         try:

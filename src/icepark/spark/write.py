@@ -18,13 +18,15 @@ The pipeline (:func:`write`):
    by partition values and sort keys (the default for an unpartitioned table with a sort
    order), ``none`` keeps the DataFrame's partitioning. Each task's rows are then sorted by
    partition values and the table's default sort order, whose ID is recorded in every file.
-3. **Files are written** by one of two writers, then committed once:
+3. **Files are written** (:func:`icepark.spark.data_files.write_data_files`, the entry point
+   the copy-on-write delete uses too) by one of two writers, then committed once:
 
    * the **native writer** (:mod:`icepark.spark.native_write`): Spark's own Parquet writer,
      used when every column gets a field ID and its Appendix A type from it (primitives but
      uuid, fixed and time, and structs of them), unless the table property
      ``write.spark.native-writer.enabled`` is ``false``; the driver builds the records from
-     the files' footers;
+     the files' footers; ``write.target-file-size-bytes`` becomes Spark's
+     ``maxRecordsPerFile`` from the expected bytes per row (:mod:`icepark.spark.file_size`);
    * the **Python-worker writer**: ``mapInArrow`` tasks (:mod:`icepark.spark.write_tasks`)
      return pickled ``DataFile`` records (lists, maps, uuid, fixed, time, overwrite filters).
 
@@ -43,34 +45,28 @@ Python workers bounds the Python-worker writer at about 0.5-0.6x of Spark's own 
 
 from __future__ import annotations
 
-import contextlib
 import math
-import pickle
-import re
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
-from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.arrow_schema import to_arrow_schema
 from icepark.io.arrow_transforms import from_python_values
 from icepark.io.manifest import read_manifest
-from icepark.spark.distribution import DISTRIBUTION_MODE, distributed, distribution_mode, quoted
-from icepark.spark.native_write import NATIVE_WRITER_PROPERTY, NativeWriteJob, ineligibility
-from icepark.spark.schema import file_columns, to_iceberg, to_spark_type
-from icepark.spark.transforms import partition_columns
-from icepark.spark.write_tasks import (
-    PARTITION_PREFIX,
-    RECORD_COLUMN,
-    WriteTask,
-    delete_job_files,
-    map_function,
+from icepark.spark.data_files import (
+    collect_files,
+    distribute,
+    new_task,
+    task_error,
+    write_data_files,
 )
+from icepark.spark.distribution import DISTRIBUTION_MODE, distribution_mode, quoted
+from icepark.spark.native_write import NATIVE_WRITER_PROPERTY
+from icepark.spark.schema import to_iceberg, to_spark_type
 from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -110,53 +106,23 @@ def write(df: DataFrame, table: Table, mode: str = "append", *,
 
         bind(row_filter, schema)  # unknown columns fail now, before any file
     prepared = conform(df, schema)
-    task = new_task(metadata, row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
-                    presorted=True)
-    native = (NativeWriteJob(task.job_id, task.data_path)
-              if ineligibility(metadata, task.row_filter) is None else None)
-    files: list[DataFile] = []
+    head = branch_head(metadata, branch)
+    written = write_data_files(prepared, metadata, table.io,
+                               row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
+                               snapshot=head)
     try:
-        if native is not None:
-            files = native.write(prepared, metadata, table.io)
-        else:
-            rows = distribute(prepared, metadata).mapInArrow(
-                map_function(task),
-                T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())]))
-            files = collect_files(rows)
-        commit_files(table, files, mode, row_filter, job_id=task.job_id,
-                     start_snapshot_id=head_id(metadata, branch), branch=branch,
-                     snapshot_properties=snapshot_properties)
+        commit_files(table, written.files, mode, row_filter, job_id=written.job_id,
+                     start_snapshot_id=None if head is None else head.snapshot_id,
+                     branch=branch, snapshot_properties=snapshot_properties)
     except CommitStateUnknown:
         raise
     except BaseException as e:
-        if native is not None:
-            native.abort(table.io)
-        else:
-            delete_job_files(table.io, task.data_path, task.job_id,
-                             [f.file_path for f in files])
-        converted = _as_validation_error(e)
+        written.abort(table.io)
+        converted = task_error(e)
         if converted is e:
             raise
         raise converted from e
     return table
-
-
-def new_task(metadata: TableMetadata, *, row_filter: Expr | None = None,
-             presorted: bool = False, case_sensitive: bool = True,
-             io_properties: Mapping[str, str] | None = None) -> WriteTask:
-    """The task value of a new write job to ``metadata``'s current schema and default spec."""
-    order = metadata.sort_order()
-    return WriteTask(
-        job_id=str(uuid.uuid4()), table_location=metadata.location,
-        properties=dict(metadata.properties), schema=metadata.schema(), spec=metadata.spec(),
-        sort_order_id=None if order.is_unsorted else order.order_id, presorted=presorted,
-        row_filter=row_filter, case_sensitive=case_sensitive,
-        io_properties=dict(io_properties or {}))
-
-
-def collect_files(rows: DataFrame) -> list[DataFile]:
-    """The ``DataFile`` records a write job returned."""
-    return [pickle.loads(row[0]) for row in rows.collect()]  # our own records
 
 
 # ----------------------------------------------------------------------------- schema
@@ -216,21 +182,6 @@ def _default_column(f: NestedField) -> Column:
     if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UUID:
         value = str(value)
     return F.lit(value)
-
-
-# ----------------------------------------------------------------------------- distribution
-
-
-def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
-    """``df`` (in the table layout) with partition value columns appended, distributed by
-    ``write.distribution-mode`` and sorted within each task by partition values and the
-    default sort order (:func:`icepark.spark.distribution.distributed`); then in the file
-    layout (uuid as bytes) for the writers."""
-    schema, spec = metadata.schema(), metadata.spec()
-    parts = [(f"{PARTITION_PREFIX}{i}", c)
-             for i, c in enumerate(partition_columns(spec, schema, df))]
-    frame = distributed(df, metadata, parts)
-    return frame.select(*file_columns(schema), *(F.col(name) for name, _ in parts))
 
 
 # ----------------------------------------------------------------------------- commit
@@ -295,20 +246,6 @@ def _key(partition: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(("nan",) if isinstance(v, float) and math.isnan(v) else v for v in partition)
 
 
-_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*)")
-
-
-def _as_validation_error(error: BaseException) -> BaseException:
-    """A task's :class:`ValidationError`, re-raised on the driver as one (Spark wraps it)."""
-    if isinstance(error, ValidationError):
-        return error
-    with contextlib.suppress(Exception):
-        match = _TASK_ERROR.search(str(error))
-        if match:
-            return ValidationError(match.group(1).strip())
-    return error
-
-
 __all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "NATIVE_WRITER_PROPERTY",
-           "commit_files", "committed_job", "conform", "distribute", "distribution_mode",
-           "head_id", "new_task", "write"]
+           "collect_files", "commit_files", "committed_job", "conform", "distribute",
+           "distribution_mode", "head_id", "new_task", "write"]
