@@ -38,6 +38,7 @@ import icepark
 from icepark.cli.quickstart_check import compare_peers, spark_aggregates
 from icepark.cli.quickstart_data import SCHEMA, count_kind, events
 from icepark.cli.quickstart_report import Report, rows, timed
+from icepark.cli.spark_session import quiet_console
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.types import STRING
 
@@ -96,16 +97,20 @@ def run(args: argparse.Namespace) -> int:
                                        warehouse=str(warehouse))
         from icepark.spark.session import build_session  # noqa: PLC0415 - starts a JVM
 
-        level = "WARN" if getattr(args, "verbose", False) else "ERROR"
-        spark = build_session(master=args.master, app_name="icepark-quickstart",
-                              config={"spark.ui.enabled": "false", "spark.log.level": level})
-        spark.sparkContext.setLogLevel(level)
+        verbose = bool(getattr(args, "verbose", False))
+        level = "WARN" if verbose else "ERROR"
+        with quiet_console(verbose):  # the JVM's start-up chatter is not part of the report
+            spark = build_session(master=args.master, app_name="icepark-quickstart",
+                                  config={"spark.ui.enabled": "false",
+                                          "spark.log.level": level})
+            spark.sparkContext.setLogLevel(level)
     report.step("setup", f"Spark {spark.version} on {args.master}, SQLite catalog, "
                 f"{warehouse}", elapsed())
     try:
         return _Run(report, spark, warehouse, sizes).pipeline(catalog)
     finally:
-        spark.stop()
+        with quiet_console(verbose):
+            spark.stop()
 
 
 @dataclass

@@ -39,7 +39,7 @@ def add_spark_options(parser: argparse.ArgumentParser) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_console(verbose: bool) -> Iterator[None]:
+def quiet_console(verbose: bool) -> Iterator[None]:
     """Point file descriptors 1 and 2 at the null device while the JVM starts, so that it
     (and the Python workers it forks) inherit them; Python's own output is restored after."""
     if verbose:
@@ -69,12 +69,12 @@ def spark_session(args: argparse.Namespace, out: Output) -> Iterator[SparkSessio
               **key_values(getattr(args, "spark_conf", []), "--spark-conf")}
     master = getattr(args, "master", None) or os.environ.get(MASTER_ENV) or "local[*]"
     out.progress(f"starting Spark ({master})...")
-    with _quiet_console(args.verbose):
+    with quiet_console(args.verbose):
         session = build_session(master=master, app_name="icepark-cli", config=config)
     try:
         yield session
     finally:
-        with _quiet_console(args.verbose):
+        with quiet_console(args.verbose):
             session.stop()
 
 
