@@ -32,6 +32,7 @@ from icepark.io.fileio import FileIO
 from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER
 from icepark.spec.manifest import DataFile, EntryStatus, ManifestEntry, ManifestFile
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.properties import int_property
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.table.snapshot_producer import Attempt, SnapshotProducer
 
@@ -65,19 +66,6 @@ def new_append(file_io: FileIO, base: TableMetadata, *, branch: str = MAIN_BRANC
     ``commit.manifest-merge.enabled`` is false, then a :class:`FastAppend`."""
     kind = MergeAppend if merge_enabled(base.properties) else FastAppend
     return kind(file_io, base, branch=branch, snapshot_properties=snapshot_properties)
-
-
-def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, not {raw!r}") from None
-    if value < 0:
-        raise ValidationError(f"Table property {key} cannot be negative: {value}")
-    return value
 
 
 def pack_from_end(manifests: Sequence[ManifestFile], target_size: int) -> list[list[ManifestFile]]:
@@ -116,10 +104,10 @@ class MergingSnapshotProducer(SnapshotProducer):
         props = attempt.base.properties
         if not merge_enabled(props):
             return [*new, *kept]
-        min_count = _int_property(props, MANIFEST_MIN_MERGE_COUNT,
-                                  MANIFEST_MIN_MERGE_COUNT_DEFAULT)
-        target = _int_property(props, MANIFEST_TARGET_SIZE_BYTES,
-                               MANIFEST_TARGET_SIZE_BYTES_DEFAULT)
+        min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT,
+                                 MANIFEST_MIN_MERGE_COUNT_DEFAULT, minimum=0)
+        target = int_property(props, MANIFEST_TARGET_SIZE_BYTES,
+                              MANIFEST_TARGET_SIZE_BYTES_DEFAULT, minimum=0)
         groups: dict[tuple[int, int], list[ManifestFile]] = {}
         for manifest in (*new, *kept):
             groups.setdefault((manifest.content, manifest.partition_spec_id), []).append(manifest)

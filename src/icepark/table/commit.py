@@ -19,8 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
+from icepark.errors import CommitFailed, CommitStateUnknown
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.properties import int_property
 from icepark.table.updates import TableRequirement, TableUpdate
 
 Identifier = tuple[str, ...]
@@ -84,17 +85,7 @@ class RetryPolicy:
         defaults = RetryPolicy()
 
         def read(key: str, default: int) -> int:
-            raw = properties.get(f"commit.retry.{key}")
-            if raw is None:
-                return default
-            try:
-                value = int(raw)
-            except ValueError:
-                raise ValidationError(
-                    f"Table property commit.retry.{key} must be an integer, not {raw!r}") from None
-            if value < 0:
-                raise ValidationError(f"Table property commit.retry.{key} cannot be negative")
-            return value
+            return int_property(properties, f"commit.retry.{key}", default, minimum=0)
 
         return RetryPolicy(read("num-retries", defaults.num_retries),
                            read("min-wait-ms", defaults.min_wait_ms),

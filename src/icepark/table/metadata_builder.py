@@ -24,6 +24,7 @@ from icepark.spec.metadata import (
     TableMetadata,
 )
 from icepark.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
+from icepark.spec.properties import int_property
 from icepark.spec.schema import Schema, fresh_schema, index_by_id
 from icepark.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
 from icepark.spec.sorting import UNSORTED, SortField, SortOrder
@@ -319,7 +320,7 @@ class MetadataBuilder:
         if previous_metadata_location is not None:
             entries = (*f["metadata_log"],
                        MetadataLogEntry(previous_metadata_location, self._base.last_updated_ms))
-            keep = _int_property(f["properties"], PREVIOUS_VERSIONS_MAX,
+            keep = int_property(f["properties"], PREVIOUS_VERSIONS_MAX,
                                  PREVIOUS_VERSIONS_MAX_DEFAULT)
             f["metadata_log"] = entries[-keep:] if keep > 0 else ()
         schema = next((s for s in f["schemas"] if s.schema_id == f["current_schema_id"]), None)
@@ -331,16 +332,6 @@ class MetadataBuilder:
 def _last_timestamp(f: Mapping[str, Any]) -> int:
     last: int = max([f["last_updated_ms"], *(e.timestamp_ms for e in f["snapshot_log"])])
     return last
-
-
-def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, not {raw!r}") from None
 
 
 def _check_no_defaults(schema: Schema, format_version: int) -> None:
