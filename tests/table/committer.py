@@ -56,6 +56,10 @@ class InMemoryCommitter:
         self._tables[identifier] = result
         return result
 
+    def put(self, identifier: Identifier, result: CommitResult) -> None:
+        """Replace a table's current version in place: a test's shortcut, not a commit."""
+        self._tables[identifier] = result
+
     def _location(self, metadata: TableMetadata) -> str:
         self._versions += 1
         return f"{metadata.location}/metadata/v{self._versions}.metadata.json"

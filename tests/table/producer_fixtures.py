@@ -27,7 +27,8 @@ from icepark.table.commit import (
     commit_with_retry,
 )
 from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.updates import TableRequirement, TableUpdate, check_requirement
+from icepark.table.updates import TableRequirement, TableUpdate
+from tests.table import committer
 
 IDENT: Identifier = ("db", "t")
 SCHEMA = Schema.of(
@@ -47,34 +48,32 @@ def new_table(tmp_path: Path, *, format_version: FormatVersion = 2, partitioned:
     return md
 
 
-class InMemoryCommitter:
-    """A TableCommitter keeping the current version in memory; ``before_commit`` hooks run (and
-    ``failures`` are raised) at the start of the next commits, in order."""
+class InMemoryCommitter(committer.InMemoryCommitter):
+    """The shared in-memory committer holding one table, :data:`IDENT`; ``before_commit``
+    hooks run (and ``failures`` are raised) at the start of the next commits, in order."""
 
     def __init__(self, metadata: TableMetadata) -> None:
-        self.current = CommitResult(metadata, "mem://v0")
-        self.version = 0
+        super().__init__()
+        self.create(IDENT, metadata)
         self.before_commit: list[Callable[[], object]] = []
         self.failures: list[BaseException] = []
-        self.attempts = 0
-
-    def load_metadata(self, identifier: Identifier) -> CommitResult:
-        return self.current
 
     def commit_table(self, identifier: Identifier, requirements: Sequence[TableRequirement],
                      updates: Sequence[TableUpdate]) -> CommitResult:
-        self.attempts += 1
         if self.before_commit:
             self.before_commit.pop(0)()
         if self.failures:
+            self.attempts += 1
             raise self.failures.pop(0)
-        for requirement in requirements:
-            check_requirement(requirement, self.current.metadata)
-        md = MetadataBuilder(self.current.metadata).apply_all(updates).build(
-            self.current.metadata_location)
-        self.version += 1
-        self.current = CommitResult(md, f"mem://v{self.version}")
-        return self.current
+        return super().commit_table(identifier, requirements, updates)
+
+    @property
+    def current(self) -> CommitResult:
+        return self.load_metadata(IDENT)
+
+    @current.setter
+    def current(self, result: CommitResult) -> None:
+        self.put(IDENT, result)
 
     @property
     def metadata(self) -> TableMetadata:

@@ -16,7 +16,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef
 from icepark.table import updates as u
 from icepark.table.append import FastAppend, MergeAppend, new_append, pack_from_end
-from icepark.table.commit import CommitResult, RetryPolicy
+from icepark.table.commit import RetryPolicy
 from icepark.table.locations import LocationProvider
 from icepark.table.metadata_builder import MetadataBuilder, now_ms
 from tests.table.producer_fixtures import (
@@ -327,10 +327,8 @@ def test_v1_parent_with_inline_manifests(tmp_path: Path) -> None:
     with ManifestWriter(IO, path, md.spec(), md.schema(), 1, snapshot_id=5) as writer:
         writer.add_file(data_file("/d/old", "a"))
     inline = Snapshot(5, None, 0, now_ms(), None, None, None, manifests=(path,))
-    c = InMemoryCommitter(md)
-    c.current = CommitResult(MetadataBuilder(md).apply_all([
-        u.AddSnapshot(inline), u.SetSnapshotRef("main", SnapshotRef.branch(5))]).build(),
-        "mem://v0")
+    c = InMemoryCommitter(MetadataBuilder(md).apply_all([
+        u.AddSnapshot(inline), u.SetSnapshotRef("main", SnapshotRef.branch(5))]).build())
     snap = c.commit(fast(c, "/d/new")).current_snapshot()
     assert snap is not None and snap.parent_snapshot_id == 5
     assert live_paths(IO, snap) == {"/d/old", "/d/new"}
