@@ -3,7 +3,7 @@ through the compiled decoder and through the generic (fastavro) one."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,12 @@ from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
 from icepark.io import avro_pattern
 from icepark.io import manifest as manifest_module
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import ManifestWriter, read_manifest
+from icepark.io.manifest import (
+    ManifestWriter,
+    read_manifest,
+    read_manifest_blocks,
+    read_manifest_files,
+)
 from icepark.io.manifest_reader import ALL_STATS, METRIC_FIELDS, NO_STATS, FileMetrics, Stats
 from icepark.spec.manifest import (
     DataFile,
@@ -25,6 +30,7 @@ from icepark.spec.manifest import (
 )
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
+from icepark.spec.trusted import trusted_constructor
 from tests.io.manifest_fixtures import data_file
 
 
@@ -186,3 +192,35 @@ def test_errors_of_the_filters_keep_their_type(
         list(read_manifest(file_io, manifest, partition_filter=fails))
     with pytest.raises(ValidationError, match="Cannot compare"):
         list(read_manifest(file_io, manifest, metrics_filter=fails))
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("split_offsets", (50, 4), "split_offsets must be sorted"),
+    ("record_count", -1, "cannot be negative"),
+    ("file_size_in_bytes", -1, "cannot be negative"),
+])
+def test_files_a_data_file_would_refuse_are_refused_when_read(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str, field: str, value: Any, message: str) -> None:
+    """The compiled decoder builds files without DataFile's checks, so it makes them itself."""
+    good = data_file(0)
+    values = [value if f.name == field else getattr(good, f.name) for f in fields(DataFile)]
+    bad = trusted_constructor(DataFile)(*values)  # a writer that did not check
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2, [good, bad])
+    with pytest.raises((CorruptFile, ValidationError), match=message):
+        list(read_manifest(file_io, manifest))
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("stats", STATS, ids=["all", "none", "col1", "col2_6", "sizes"])
+def test_files_are_those_of_the_live_entries(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        version: int, stats: Stats, decoder: str) -> None:
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, version,
+                      [data_file(i) for i in range(9)])  # every fourth one DELETED
+    live = [e.data_file for e in read_manifest(file_io, manifest, stats=stats)
+            if e.status is not EntryStatus.DELETED]
+    blocks = list(read_manifest_blocks(file_io, manifest, stats=stats, discard_deleted=True))
+    assert [e.data_file for block in blocks for e in block] == live
+    files = list(read_manifest_files(file_io, manifest, stats=stats))
+    assert [f for block in files for f in block] == live and len(live) == 7

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from icepark.errors import FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
-from icepark.io.manifest import read_manifest
+from icepark.io.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent
 from icepark.spec.metadata import SnapshotLogEntry
@@ -216,13 +216,15 @@ def test_manifests_are_skipped_by_partition_summaries(tmp_path: Path, monkeypatc
     t.append(t.file("a1", ("a",)), t.file("a2", ("a",)))
     t.append(t.file("b1", ("b",)))
     read: list[str] = []
-    original = read_manifest
 
-    def spy(io: Any, manifest: Any, **kwargs: Any) -> Any:
-        read.append(manifest.manifest_path)
-        return original(io, manifest, **kwargs)
+    def spy(original: Any) -> Any:
+        def reading(io: Any, manifest: Any, **kwargs: Any) -> Any:
+            read.append(manifest.manifest_path)
+            return original(io, manifest, **kwargs)
+        return reading
 
-    monkeypatch.setattr(planner_module, "read_manifest", spy)
+    monkeypatch.setattr(planner_module, "read_manifest_blocks", spy(read_manifest_blocks))
+    monkeypatch.setattr(planner_module, "read_manifest_files", spy(read_manifest_files))
     assert t.planned(row_filter="category = 'b'") == {"b1"}
     assert len(read) == 1
 

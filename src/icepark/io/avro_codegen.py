@@ -225,6 +225,8 @@ class Emitter:
                 self.emit(ind, "b = d[p]")
                 self.emit(ind, "if b < 128 and not b & 1:")
                 self.emit(ind + 1, "p += 1; e = p + (b >> 1)")
+                self.emit(ind, "elif b > 127 and d[p + 1] < 128 and not b & 1:  # 64 to 8191")
+                self.emit(ind + 1, "e = p + 2 + (((b & 127) | (d[p + 1] << 7)) >> 1); p += 2")
                 self.emit(ind, "else:")
                 self.emit(ind + 1, "n, p = _long(d, p)")
                 self.emit(ind + 1, "if n < 0: raise _bad(f'negative length {n}')")

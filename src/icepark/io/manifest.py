@@ -34,6 +34,8 @@ matching fields by field ID, so manifests of any writer (and any field names) ar
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -60,7 +62,7 @@ from icepark.io.manifest_reader import (
     FileMetrics,
     Stats,
     compiled_entries,
-    compiled_entry_rows,
+    compiled_entry_blocks,
 )
 from icepark.spec.manifest import (
     DataFile,
@@ -274,17 +276,25 @@ class ManifestMetadata:
 
 def _parse_metadata(meta: Mapping[str, str], location: str) -> ManifestMetadata:
     try:
-        version = int(meta.get("format-version", "1"))
-        content_name = meta.get("content", "data")
-        content = {v: k for k, v in _CONTENT_NAMES.items()}[content_name]
-        schema = schema_from_json(json.loads(meta["schema"])) if "schema" in meta else None
-        spec = None
-        if "partition-spec" in meta:
-            spec_id = int(meta.get("partition-spec-id", "0"))
-            spec = PartitionSpec(spec_id, partition_fields_from_json(
-                json.loads(meta["partition-spec"]), f"Partition spec of {location}"))
+        return _parse_fields(meta.get("format-version", "1"), meta.get("content", "data"),
+                             meta.get("schema"), meta.get("partition-spec"),
+                             meta.get("partition-spec-id", "0"))
     except (KeyError, ValueError, IcebergError) as e:
         raise CorruptFile(f"Invalid key-value metadata in manifest {location}: {e}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_fields(version_text: str, content_name: str, schema_json: str | None,
+                  spec_json: str | None, spec_id_text: str) -> ManifestMetadata:
+    """Parsed once per distinct metadata: the manifests of a table repeat theirs, and parsing
+    a schema costs about as much as decoding a few hundred entries."""
+    version = int(version_text)
+    content = {v: k for k, v in _CONTENT_NAMES.items()}[content_name]
+    schema = schema_from_json(json.loads(schema_json)) if schema_json is not None else None
+    spec = None
+    if spec_json is not None:
+        spec = PartitionSpec(int(spec_id_text), partition_fields_from_json(
+            json.loads(spec_json), "Its partition spec"))
     return ManifestMetadata(version, content, schema, spec)
 
 
@@ -294,11 +304,15 @@ def read_manifest_metadata(file_io: FileIO, location: str) -> ManifestMetadata:
         return _parse_metadata(open_reader(stream, location).metadata, location)
 
 
+_Filters = tuple[Callable[[tuple[Any, ...]], bool] | None,
+                 Callable[[FileMetrics], bool | None] | None]
+
+
 def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
                   specs_by_id: Mapping[int, PartitionSpec] | None = None,
                   discard_deleted: bool = False, stats: Stats = ALL_STATS,
                   partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
-                  metrics_filter: Callable[[FileMetrics], bool] | None = None
+                  metrics_filter: Callable[[FileMetrics], bool | None] | None = None
                   ) -> Iterator[ManifestEntry]:
     """Stream the entries of a manifest, with inherited snapshot IDs and sequence numbers.
 
@@ -312,6 +326,39 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
     A missing file raises ``FileNotFound`` now; a corrupt or truncated one ``CorruptFile``
     while iterating, as does a manifest with fewer entries than its list entry counts.
     """
+    return itertools.chain.from_iterable(read_manifest_blocks(
+        file_io, manifest, specs_by_id=specs_by_id, discard_deleted=discard_deleted,
+        stats=stats, partition_filter=partition_filter, metrics_filter=metrics_filter))
+
+
+def read_manifest_blocks(file_io: FileIO, manifest: ManifestFile, *,
+                         specs_by_id: Mapping[int, PartitionSpec] | None = None,
+                         discard_deleted: bool = False, stats: Stats = ALL_STATS,
+                         partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                         metrics_filter: Callable[[FileMetrics], bool | None] | None = None
+                         ) -> Iterator[list[ManifestEntry]]:
+    """:func:`read_manifest`'s entries a list at a time (those of one Avro block, or up to
+    1,000): for planners, which go through every entry of every manifest."""
+    return _blocks(file_io, manifest, specs_by_id, discard_deleted, stats,
+                   (partition_filter, metrics_filter), files_only=False)
+
+
+def read_manifest_files(file_io: FileIO, manifest: ManifestFile, *,
+                        specs_by_id: Mapping[int, PartitionSpec] | None = None,
+                        stats: Stats = ALL_STATS,
+                        partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                        metrics_filter: Callable[[FileMetrics], bool | None] | None = None
+                        ) -> Iterator[list[DataFile]]:
+    """The data files of the live entries of :func:`read_manifest_blocks`, without the
+    entries: for planners that need no snapshot IDs or sequence numbers (no delete files
+    apply), which then are not decoded."""
+    return _blocks(file_io, manifest, specs_by_id, True, stats,
+                   (partition_filter, metrics_filter), files_only=True)
+
+
+def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two callers
+            specs_by_id: Mapping[int, PartitionSpec] | None, discard_deleted: bool,
+            stats: Stats, filters: _Filters, *, files_only: bool) -> Iterator[list[Any]]:
     location = manifest.manifest_path
     stream = file_io.new_input(location).open()
     try:
@@ -320,7 +367,8 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
         spec = meta.spec or (specs_by_id or {}).get(manifest.partition_spec_id)
         try:
             compiled = compiled_entries(opened.schema, spec, manifest.partition_spec_id, stats,
-                                        gated=partition_filter is not None, location=location)
+                                        gated=filters[0] is not None, location=location,
+                                        checked=filters[1] is not None, files_only=files_only)
         except UnsupportedFeature:
             compiled = None
     except BaseException:
@@ -328,29 +376,27 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
         raise
     if compiled is None:  # a schema the compiled reader does not handle: fastavro decodes it
         stream.close()
-        return _generic_entries(file_io, manifest, spec, discard_deleted, stats,
-                                (partition_filter, metrics_filter))
-    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted,
-                    (partition_filter, metrics_filter))
+        generic = _generic_entries(file_io, manifest, spec, discard_deleted, stats, filters)
+        if files_only:
+            return iter(lambda: [e.data_file for e in itertools.islice(
+                generic, _GENERIC_BATCH)], [])
+        return iter(lambda: list(itertools.islice(generic, _GENERIC_BATCH)), [])
+    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted, filters)
 
 
-_Filters = tuple[Callable[[tuple[Any, ...]], bool] | None,
-                 Callable[[FileMetrics], bool] | None]
+_GENERIC_BATCH = 1000
 
 
 def _entries(stream: Any, compiled: CompiledEntries,  # noqa: PLR0917 - one caller
              blocks: Iterator[tuple[int, bytes]], manifest: ManifestFile,
-             discard_deleted: bool, filters: _Filters) -> Iterator[ManifestEntry]:
+             discard_deleted: bool, filters: _Filters) -> Iterator[list[Any]]:
     counter = [0]
-    deleted = EntryStatus.DELETED
     try:
-        rows = compiled_entry_rows(compiled, blocks, manifest, manifest.partition_spec_id,
-                                   filters[0], manifest.manifest_path, counter, filters[1])
+        rows = compiled_entry_blocks(compiled, blocks, manifest, manifest.partition_spec_id,
+                                     filters[0], manifest.manifest_path, counter, filters[1],
+                                     discard_deleted=discard_deleted)
         try:
-            for entry in rows:
-                if discard_deleted and entry.status is deleted:
-                    continue
-                yield entry
+            yield from rows
         except IcebergError:  # from a filter, or already naming the file
             raise
         except (KeyError, ValueError, TypeError, AttributeError) as e:

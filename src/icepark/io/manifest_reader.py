@@ -8,10 +8,14 @@ are also used to filter data and delete files using column bounds and counts"), 
 :class:`Stats` says which maps and columns to keep, and the others are skipped undecoded
 (:mod:`icepark.io.avro_compiled`); a file whose metrics were left out has ``None`` for those
 maps, as when a writer does not collect them. A partition *gate* skips the rest of an entry
-whose partition cannot match, without decoding its metrics.
+whose partition cannot match, without decoding its metrics, and a metrics filter the rest of an
+entry whose metrics cannot match, without decoding the fields after them.
 
 Fields are matched by field ID as :class:`~icepark.io.manifest_decoder.EntryDecoder` does, and
-entries come out the same, with *Sequence Number Inheritance* applied.
+entries come out the same, with *Sequence Number Inheritance* applied. The generated reader
+builds them itself (a :class:`~icepark.io.avro_compiled.Finish`), its records checked as
+:class:`DataFile` checks them and then built without repeating the checks
+(:mod:`icepark.spec.trusted`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from icepark.io.avro_compiled import BlockReader, Path, compile_reader, read_blocks
+from icepark.io.avro_compiled import (
+    BlockReader,
+    Converter,
+    Finish,
+    Path,
+    compile_reader,
+    read_blocks,
+)
 from icepark.io.manifest_decoder import EntryDecoder
 from icepark.spec.manifest import (
     DataFile,
@@ -32,6 +43,7 @@ from icepark.spec.manifest import (
     ManifestFile,
 )
 from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.trusted import trusted_constructor
 
 METRIC_FIELDS = {108: "column_sizes", 109: "value_counts", 110: "null_value_counts",
                  137: "nan_value_counts", 111: "distinct_counts", 125: "lower_bounds",
@@ -41,6 +53,10 @@ FILTER_METRICS = frozenset({109, 110, 137, 125, 128})
 """The maps a metrics evaluator reads: value, null and NaN counts and the bounds."""
 _STATUS = tuple(EntryStatus)
 _CONTENT = tuple(FileContent)
+_DATA_FILE = trusted_constructor(DataFile)
+"""Builds the :class:`DataFile` of a decoded entry, whose fields the reader has checked as
+``DataFile`` would (see :mod:`icepark.spec.trusted`)."""
+_ENTRY = trusted_constructor(ManifestEntry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +87,6 @@ NO_STATS = Stats(frozenset())
 """No metric maps (each is None)."""
 
 
-def _status(value: int) -> EntryStatus:
-    if not 0 <= value < len(_STATUS):
-        raise ValueError(f"invalid entry status {value}")
-    return _STATUS[value]
-
-
-def _content(value: int) -> FileContent:
-    if not 0 <= value < len(_CONTENT):
-        raise ValueError(f"invalid data file content {value}")
-    return _CONTENT[value]
-
-
 @dataclass(frozen=True, slots=True)
 class CompiledEntries:
     """A compiled reader of one manifest layout, and how to turn its rows into entries."""
@@ -96,20 +100,26 @@ class CompiledEntries:
     has_sequence_numbers: bool
 
 
-_COMPILED: dict[tuple[str, PartitionSpec | None, int, Stats, bool], CompiledEntries] = {}
+_COMPILED: dict[tuple[str, PartitionSpec | None, int, Stats, bool, bool, bool],
+                CompiledEntries] = {}
 _COMPILED_LIMIT = 64
 _COMPILED_LOCK = threading.Lock()
 
 
 def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats, *,
-                     gated: bool, location: str) -> CompiledEntries:
+                     gated: bool, location: str, checked: bool = False,
+                     files_only: bool = False) -> CompiledEntries:
     """The compiled reader of a manifest's writer ``schema`` (``UnsupportedFeature`` when the
-    schema cannot be compiled). Cached by layout: the manifests of a table share a few, and
-    generating a reader costs about a millisecond. Only code is cached, never data."""
-    key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated)
+    schema cannot be compiled), applying a partition gate if ``gated`` and a metrics filter if
+    ``checked``; with ``files_only``, its blocks are lists of the live entries' data files
+    (for planners that need nothing else of an entry). Cached by layout: the manifests of a
+    table share a few, and generating a reader costs a few milliseconds. Only code is cached,
+    never data."""
+    key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
+           files_only)
     found = _COMPILED.get(key)
     if found is None:
-        found = _compile(schema, spec, spec_id, stats, gated, location)
+        found = _compile(schema, spec, spec_id, stats, (gated, checked, files_only), location)
         with _COMPILED_LOCK:
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
@@ -118,7 +128,8 @@ def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stat
 
 
 def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats,  # noqa: PLR0917
-             gated: bool, location: str) -> CompiledEntries:
+             filters: tuple[bool, bool, bool], location: str) -> CompiledEntries:
+    gated, checked, files_only = filters
     layout = EntryDecoder(schema, spec, spec_id, location)
     top, df = layout.top_names, layout.data_file_names
     data_file = top[2]
@@ -126,12 +137,15 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
     def at(fid: int) -> Path:
         return (data_file, df.get(fid, f"\0missing {fid}"))
 
-    wanted: dict[Path, Callable[[Any], Any] | None] = {
-        (top[0],): _status,
-        (top.get(1, "\0missing 1"),): None,
-        (top.get(3, "\0missing 3"),): None,
-        (top.get(4, "\0missing 4"),): None,
-        at(134): _content,
+    def entry_field(fid: int) -> Path:  # files need no entry metadata: skipped
+        return (f"\0unused {fid}" if files_only else top.get(fid, f"\0missing {fid}"),)
+
+    wanted: dict[Path, Converter | None] = {
+        (top[0],): _STATUS,
+        entry_field(1): None,
+        entry_field(3): None,
+        entry_field(4): None,
+        at(134): _CONTENT,
         at(100): None,
         at(101): layout.file_format,
         at(102): layout.partition_converter(),
@@ -143,9 +157,58 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
         path = at(fid) if fid in stats.maps else (data_file, f"\0left out {fid}")
         wanted[path] = None
         pairs[path] = stats.columns
-    wanted.update({at(131): None, at(132): tuple, at(135): tuple, at(140): None})
-    reader = compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs)
+    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None})
+    reader = compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
+                            finish=_finish(3 in top, spec_id, checked, files_only))
     return CompiledEntries(reader, 3 in top)
+
+
+def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
+    """Each row (see :class:`CompiledEntries`) to a :class:`ManifestEntry` (or, with
+    ``files_only``, its :class:`DataFile`), inlined into the reader: *Sequence Number
+    Inheritance*, DELETED entries and the metrics filter (the reader's ``ctx``: see
+    :func:`compiled_entry_blocks`), then the checks :class:`DataFile` makes."""
+    inherit = () if files_only else (
+        *(() if v2 else ("{2} = {3} = 0",)),  # "sequence_number must default to 0", file too
+        "if {1} is None:",
+        "    {1} = inherited",
+        "if {0} is _ADDED or always:",
+        "    if {2} is None:",
+        "        {2} = manifest_seq",
+        "    if {3} is None:",
+        "        {3} = manifest_seq")
+    data_file = (f"_DATA_FILE({{5}}, {{6}}, {{7}}, {{8}}, {{9}}, {{4}}, {spec_id}, {{10}}, "
+                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20})")
+    body = [
+        "if {0} is _DELETED and discard:" if not files_only else "if {0} is _DELETED:",
+        "    continue",
+        *inherit,
+        "if {4} is None:",
+        "    {4} = _DATA",
+        "if {18} is not None:",  # 132 split_offsets: "Must be sorted ascending"
+        "    if len({18}) > 1 and sorted({18}) != {18}:",
+        "        raise _bad(f'{{{5}}}: split_offsets must be sorted ascending')",
+        "    {18} = tuple({18})",
+        "if {8} < 0 or {9} < 0:",
+        "    raise _bad(f'{{{5}}}: record_count and file_size_in_bytes cannot be negative')",
+        "if {4} is _EQUALITY and not {19}:",
+        "    raise _bad(f'{{{5}}}: equality_ids are required when content=2 "
+        "(equality deletes)')",
+        f"append({data_file})" if files_only else f"append(_ENTRY({{0}}, {data_file}, {{1}}, "
+                                                  "{2}, {3}))",
+    ]
+    check = (  # the metrics filter, before the fields after the metric maps are decoded
+        "rejected = False",
+        "if metrics is not None:",
+        "    view.value_counts, view.null_value_counts = {11}, {12}",
+        "    view.nan_value_counts, view.lower_bounds, view.upper_bounds = {13}, {15}, {16}",
+        "    rejected = metrics(view)",
+    )
+    consts = {"_ENTRY": _ENTRY, "_DATA_FILE": _DATA_FILE, "_ADDED": EntryStatus.ADDED,
+              "_DELETED": EntryStatus.DELETED, "_DATA": FileContent.DATA,
+              "_EQUALITY": FileContent.EQUALITY_DELETES}
+    return Finish(("inherited, manifest_seq, always, metrics, view, discard = ctx",),
+                  tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16))
 
 
 class FileMetrics(Protocol):
@@ -181,47 +244,23 @@ class _RowMetrics:
         self.upper_bounds: Mapping[int, bytes] | None = None
 
 
-def compiled_entry_rows(entries: CompiledEntries,  # noqa: PLR0917 - one caller
-                        blocks: Iterator[tuple[int, bytes]],
-                        manifest: ManifestFile, spec_id: int,
-                        gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
-                        counter: list[int],
-                        metrics_filter: Callable[[FileMetrics], bool] | None = None
-                        ) -> Iterator[ManifestEntry]:
-    """The entries of the manifest's blocks (``counter[0]`` counts every record read, those
-    the gate rejected too), but those whose metrics ``metrics_filter`` rejects (before their
-    file record is built)."""
-    view = _RowMetrics()
-    inherited_snapshot = manifest.added_snapshot_id
-    manifest_seq = manifest.sequence_number
-    always_inherit = manifest_seq == 0
-    v2 = entries.has_sequence_numbers
-    added = EntryStatus.ADDED
-    data = FileContent.DATA
+def compiled_entry_blocks(entries: CompiledEntries,  # noqa: PLR0917 - one caller
+                          blocks: Iterator[tuple[int, bytes]],
+                          manifest: ManifestFile, spec_id: int,
+                          gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
+                          counter: list[int],
+                          metrics_filter: Callable[[FileMetrics], bool | None] | None = None, *,
+                          discard_deleted: bool = False) -> Iterator[list[ManifestEntry]]:
+    """The entries of each of the manifest's blocks (``counter[0]`` counts every record read,
+    those the gate rejected too), but those whose metrics ``metrics_filter`` rejects (before
+    their file record is built) and, with ``discard_deleted``, DELETED ones."""
+    ctx = (manifest.added_snapshot_id, manifest.sequence_number, manifest.sequence_number == 0,
+           metrics_filter, _RowMetrics(), discard_deleted)
+    del spec_id  # compiled into the reader
 
     def counted() -> Iterator[tuple[int, bytes]]:
         for count, data in blocks:
             counter[0] += count
             yield count, data
 
-    for rows in read_blocks(entries.reader, counted(), gate, location):
-        for row in rows:
-            status, snapshot_id, seq, file_seq = row[0], row[1], row[2], row[3]
-            if not v2:  # "sequence_number must default to 0", file too
-                seq = file_seq = 0
-            if snapshot_id is None:
-                snapshot_id = inherited_snapshot
-            if status is added or always_inherit:
-                if seq is None:
-                    seq = manifest_seq
-                if file_seq is None:
-                    file_seq = manifest_seq
-            if metrics_filter is not None:
-                view.value_counts, view.null_value_counts, view.nan_value_counts = row[11:14]
-                view.lower_bounds, view.upper_bounds = row[15], row[16]
-                if metrics_filter(view):
-                    continue
-            content = row[4]
-            data_file = DataFile(row[5], row[6], row[7], row[8], row[9],
-                                 data if content is None else content, spec_id, *row[10:])
-            yield ManifestEntry(status, data_file, snapshot_id, seq, file_seq)
+    yield from read_blocks(entries.reader, counted(), gate, location, ctx)

@@ -24,7 +24,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.expressions import (
@@ -43,7 +43,7 @@ from icepark.expressions import (
 )
 from icepark.expressions.bound import BoundPredicate, BoundVisitor
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import read_manifest
+from icepark.io.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest_reader import ALL_STATS, Stats
 from icepark.spec.manifest import (
     DataFile,
@@ -57,7 +57,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
 from icepark.table.metrics_prefilter import metrics_prefilter
-from icepark.table.tasks import FileScanTask, map_tasks
+from icepark.table.tasks import FileScanTask, map_tasks, trusted_task
 
 
 def _planning_workers() -> int:
@@ -79,6 +79,7 @@ pickled back) save little on two cores, and cost more when other work keeps them
 PROCESS_MIN_BYTES = 4 * 1024 * 1024
 """Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
 process: forking costs more than it saves."""
+T = TypeVar("T")
 _RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
 _NO_DELETES = DeleteIndex.build(())
 
@@ -201,23 +202,47 @@ class ManifestPlanner:
 
         ``stats`` are the metric maps decoded into the entries' files (default: as
         :meth:`data_stats` without delete files)."""
+        blocks = self._blocks(read_manifest_blocks, manifest, metrics, stats,
+                              discard_deleted=True)
+        if added_by is None:
+            return [e for block in blocks
+                    for e in self._matching([x.data_file for x in block], block, metrics)]
+        added = EntryStatus.ADDED
+        return [e for block in blocks
+                for e in self._matching([x.data_file for x in block], block, metrics)
+                if e.status is added and e.snapshot_id in added_by]
+
+    def files(self, manifest: ManifestFile, *, stats: Stats | None = None) -> list[DataFile]:
+        """The files of :meth:`entries` (metrics tested), when their entries are not needed:
+        snapshot IDs and sequence numbers are then not even decoded."""
+        return [f for block in self._blocks(read_manifest_files, manifest, True, stats)
+                for f in self._matching(block, block, True)]
+
+    def _blocks(self, read: Callable[..., Iterator[list[Any]]],
+                manifest: ManifestFile, metrics: bool, stats: Stats | None,
+                **options: Any) -> Iterator[list[Any]]:
+        return read(self.file_io, manifest, specs_by_id=self.specs,
+                    stats=stats or self.data_stats(_NO_DELETES),
+                    partition_filter=self._partition_gate(manifest),
+                    metrics_filter=self._cannot_match if metrics else None, **options)
+
+    def _matching(self, files: list[DataFile], items: list[T], metrics: bool) -> list[T]:
+        """The ``items`` (entries or the files themselves) of ``files`` that have rows and
+        (if ``metrics``) whose metrics may match."""
         metrics_test = self._metrics if metrics else None
+        if metrics_test is None:
+            return [item for f, item in zip(files, items, strict=True) if f.record_count]
+        prefilter = self._cannot_match
         residual = self.residual
         out = []
-        added = EntryStatus.ADDED
-        for entry in read_manifest(self.file_io, manifest, specs_by_id=self.specs,
-                                   discard_deleted=True,
-                                   stats=stats or self.data_stats(_NO_DELETES),
-                                   partition_filter=self._partition_gate(manifest),
-                                   metrics_filter=self._cannot_match if metrics else None):
-            f = entry.data_file
-            if f.record_count == 0 or (added_by is not None and (
-                    entry.status is not added or entry.snapshot_id not in added_by)):
+        for f, item in zip(files, items, strict=True):
+            if f.record_count == 0:
                 continue
-            if metrics_test is not None and not (
-                    f.partition and isinstance(residual(f), AlwaysTrue)) and not metrics_test(f):
-                continue
-            out.append(entry)
+            if not (f.partition and isinstance(residual(f), AlwaysTrue)):
+                verdict = None if prefilter is None else prefilter(f)
+                if verdict or (verdict is None and not metrics_test(f)):
+                    continue  # (the prefilter's False is the evaluator's True)
+            out.append(item)
         return out
 
     def delete_may_match(self, delete_file: DataFile) -> bool:
@@ -278,16 +303,22 @@ class ManifestPlanner:
     def tasks(self, manifest: ManifestFile, index: DeleteIndex,
               added_by: frozenset[int] | None = None) -> list[FileScanTask]:
         """The tasks of one data manifest's matching live files."""
-        residual = self.residual
-        for_data_file = index.for_data_file
-        out = []
+        task = trusted_task
         with _cyclic_gc_paused():
-            for entry in self.entries(manifest, added_by, stats=self.data_stats(index)):
-                f = entry.data_file
-                out.append(FileScanTask(f, for_data_file(entry.sequence_number or 0, f),
-                                        residual(f), f.spec_id, 0, f.file_size_in_bytes,
-                                        f.partition))
-        return out
+            if added_by is None and index.is_empty:  # nothing to look up by entry
+                files = self.files(manifest, stats=self.data_stats(index))
+                if self.always_true:
+                    return [task(f, (), ALWAYS_TRUE, f.spec_id, 0, f.file_size_in_bytes,
+                                 f.partition) for f in files]
+                residual = self.residual
+                return [task(f, (), residual(f), f.spec_id, 0, f.file_size_in_bytes,
+                             f.partition) for f in files]
+            residual = self.residual
+            for_data_file = index.for_data_file
+            return [task(f, for_data_file(e.sequence_number or 0, f), residual(f), f.spec_id, 0,
+                         f.file_size_in_bytes, f.partition)
+                    for e in self.entries(manifest, added_by, stats=self.data_stats(index))
+                    for f in (e.data_file,)]
 
     def plan(self, manifests: Iterable[ManifestFile],
              added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:

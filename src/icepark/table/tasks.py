@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from icepark.errors import ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.spec.manifest import DataFile
+from icepark.spec.trusted import trusted_constructor
 
 SPLIT_SIZE = "read.split.target-size"
 SPLIT_SIZE_DEFAULT = 128 * 1024 * 1024
@@ -93,6 +94,11 @@ class FileScanTask:
     @property
     def is_whole_file(self) -> bool:
         return self.start == 0 and self.length == self.data_file.file_size_in_bytes
+
+
+trusted_task = trusted_constructor(FileScanTask)
+"""Builds a :class:`FileScanTask` from all its fields in order, without the frozen dataclass's
+per-field ``object.__setattr__`` (see :mod:`icepark.spec.trusted`): for planners."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +222,7 @@ def plan_tasks(tasks: Iterable[FileScanTask], target_size: int = SPLIT_SIZE_DEFA
 
 # ----------------------------------------------------------------------------- in processes
 
+_DATA_FILE = trusted_constructor(DataFile)
 _DATA_FILE_FIELDS = attrgetter(*(f.name for f in fields(DataFile)))
 Packed = tuple[tuple[Any, ...], tuple[DataFile, ...], Expr, int, int]
 _PRODUCE: Callable[[Any], list[FileScanTask]] | None = None
@@ -232,8 +239,8 @@ def pack(tasks: list[FileScanTask]) -> list[Packed]:
 def unpack(packed: list[Packed]) -> list[FileScanTask]:
     out = []
     for values, deletes, residual, start, length in packed:
-        f = DataFile(*values)
-        out.append(FileScanTask(f, deletes, residual, f.spec_id, start, length, f.partition))
+        f = _DATA_FILE(*values)  # checked in the worker
+        out.append(trusted_task(f, deletes, residual, f.spec_id, start, length, f.partition))
     return out
 
 
