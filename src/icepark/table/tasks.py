@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from icepark.errors import ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.spec.manifest import DataFile
+from icepark.spec.properties import int_property
 from icepark.spec.trusted import trusted_constructor
 
 SPLIT_SIZE = "read.split.target-size"
@@ -119,23 +120,10 @@ class CombinedScanTask:
 def split_settings(properties: Mapping[str, str]) -> tuple[int, int, int]:
     """``read.split.target-size``, ``read.split.planning-lookback`` and
     ``read.split.open-file-cost`` from table properties (or scan options over them)."""
-    return (int_property(properties, SPLIT_SIZE, SPLIT_SIZE_DEFAULT),
-            int_property(properties, SPLIT_LOOKBACK, SPLIT_LOOKBACK_DEFAULT),
-            int_property(properties, SPLIT_OPEN_FILE_COST, SPLIT_OPEN_FILE_COST_DEFAULT, 0))
-
-
-def int_property(options: Mapping[str, str], key: str, default: int, minimum: int = 1) -> int:
-    """An integer property of at least ``minimum``, or ``default`` when it is not set."""
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"{key} must be an integer, not {raw!r}") from None
-    if value < minimum:
-        raise ValidationError(f"{key} must be at least {minimum}, not {value}")
-    return value
+    return (int_property(properties, SPLIT_SIZE, SPLIT_SIZE_DEFAULT, minimum=1),
+            int_property(properties, SPLIT_LOOKBACK, SPLIT_LOOKBACK_DEFAULT, minimum=1),
+            int_property(properties, SPLIT_OPEN_FILE_COST, SPLIT_OPEN_FILE_COST_DEFAULT,
+                         minimum=0))
 
 
 def valid_split_offsets(data_file: DataFile) -> tuple[int, ...] | None:
