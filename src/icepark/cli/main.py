@@ -109,12 +109,6 @@ def _parser() -> argparse.ArgumentParser:
         "quickstart", add_help=False, help="run the end-to-end quickstart pipeline (Spark)",
         description="see 'icepark quickstart --help'")
     quickstart.set_defaults(handler=_quickstart)
-    demo = commands.add_parser("demo", parents=[output],
-                               help="create and evolve a table's metadata locally")
-    demo.add_argument("--warehouse", dest="demo_warehouse", type=Path,
-                      default=Path("warehouse"),
-                      help="folder for the demo table (default: ./warehouse)")
-    demo.set_defaults(handler=_demo)
     show = commands.add_parser("metadata", parents=[output],
                                help="describe a table metadata JSON file")
     show.add_argument("path", type=Path)
@@ -151,13 +145,6 @@ def _quickstart(args: argparse.Namespace, out: Output) -> int:
     namespace = copy.copy(args)
     del namespace.extra
     return quickstart.run(parser.parse_args(args.extra, namespace=namespace))
-
-
-def _demo(args: argparse.Namespace, out: Output) -> int:
-    from icepark.cli import demo  # noqa: PLC0415 - only this command needs it
-
-    demo.run(args.demo_warehouse, print)
-    return EXIT_OK
 
 
 def _metadata(args: argparse.Namespace, out: Output) -> int:
