@@ -39,7 +39,7 @@ from typing import Any
 DAY_US = 86_400_000_000
 BASE_DAY = 19723  # 2024-01-01
 COLUMNS = 8
-SNAPSHOT_ID = 1
+SNAPSHOT_ID = 3051729675574597004  # a random-looking 63-bit ID, as Java writes: 9-byte varints
 FILTERS = {
     "full": None,
     "partition": "c3 >= '2024-01-11T00:00:00+00:00' AND c3 < '2024-01-14T00:00:00+00:00'",
@@ -52,7 +52,7 @@ SIZES = {"100k": (100_000, 100), "1m": (1_000_000, 1_000)}
 
 
 def table_path(cache: str, files: int, manifests: int) -> str:
-    return os.path.join(cache, f"v1-{files}-{manifests}")
+    return os.path.join(cache, f"v2-{files}-{manifests}")
 
 
 def build_table(root: str, files: int, manifests: int) -> str:
