@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.errors import ValidationError
+from icepark.spark.schema import quote
 from icepark.spark.transforms import transform_column
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -56,7 +57,7 @@ def distributed(df: DataFrame, metadata: TableMetadata,
     sorts = _sort_columns(order, schema)
     frame = df.select("*", *(c.alias(name) for name, c in partition_keys),
                       *(c.alias(f"{_SORT_PREFIX}{i}") for i, (c, _) in enumerate(sorts)))
-    keys = [F.col(quoted(name)) for name, _ in partition_keys]
+    keys = [F.col(quote(name)) for name, _ in partition_keys]
     sort_keys = [_ordered(F.col(f"{_SORT_PREFIX}{i}"), field)
                  for i, (_, field) in enumerate(sorts)]
     mode = distribution_mode(metadata)
@@ -66,12 +67,7 @@ def distributed(df: DataFrame, metadata: TableMetadata,
         frame = frame.repartitionByRange(*[c.asc_nulls_first() for c in keys], *sort_keys)
     if keys or sort_keys:
         frame = frame.sortWithinPartitions(*[c.asc_nulls_first() for c in keys], *sort_keys)
-    return frame.select(*(F.col(quoted(name)) for name in df.columns), *keys)
-
-
-def quoted(name: str) -> str:
-    """A column name as Spark parses it literally (backquoted)."""
-    return "`" + name.replace("`", "``") + "`"
+    return frame.select(*(F.col(quote(name)) for name in df.columns), *keys)
 
 
 def _sort_columns(order: SortOrder, schema: Schema) -> list[tuple[Column, Any]]:
@@ -79,7 +75,7 @@ def _sort_columns(order: SortOrder, schema: Schema) -> list[tuple[Column, Any]]:
     for f in order.fields:
         source = schema.find_field(f.source_id)
         first, *rest = _path(schema, f.source_id)
-        col = F.col(quoted(first))
+        col = F.col(quote(first))
         for part in rest:
             col = col.getField(part)
         columns.append((transform_column(f.transform, source.field_type, col), f))
@@ -102,4 +98,4 @@ def _ordered(col: Column, f: Any) -> Column:
     return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
 
 
-__all__ = ["DISTRIBUTION_MODE", "distributed", "distribution_mode", "quoted"]
+__all__ = ["DISTRIBUTION_MODE", "distributed", "distribution_mode"]

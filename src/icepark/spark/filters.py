@@ -38,6 +38,8 @@ from icepark.expressions.expr import Op
 from icepark.spec.schema import Schema, index_parents
 from icepark.spec.types import TypeId
 
+from .schema import quote
+
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
 _EPOCH = dt.date(1970, 1, 1)
 
@@ -51,11 +53,6 @@ def spark_filter(expr: BoundExpr, schema: Schema) -> Column | bool:
 def referenced_ids(expr: BoundExpr) -> set[int]:
     """The field IDs a bound expression reads."""
     return visit(expr, _Refs())
-
-
-def quote(name: str) -> str:
-    """A column name quoted for ``F.col`` (dots and backticks taken literally)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def field_column(schema: Schema, field_id: int) -> Column:

@@ -52,10 +52,10 @@ from icepark.expressions import Expr
 from icepark.io.arrow_transforms import from_python_values
 from icepark.io.data_writer import ParquetWriteOptions
 from icepark.io.fileio import FileIO
-from icepark.spark.distribution import distributed, quoted
+from icepark.spark.distribution import distributed
 from icepark.spark.native_files import collect_data_files, delete_tree
 from icepark.spark.partition_dirs import encode_column
-from icepark.spark.schema import to_spark
+from icepark.spark.schema import quote, to_spark
 from icepark.spark.transforms import partition_columns
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
@@ -235,7 +235,7 @@ def file_value_columns(df: DataFrame, schema: Schema) -> list[Column]:
     when missing) and required fields failing the job on a null."""
     target = to_spark(schema)
     given = {f.name: f.dataType for f in df.schema.fields}
-    return [_value(F.col(quoted(f.name)), f, s, given.get(f.name), f.name)
+    return [_value(F.col(quote(f.name)), f, s, given.get(f.name), f.name)
             .alias(f.name, metadata=s.metadata)
             for f, s in zip(schema.fields, target.fields, strict=True)]
 

@@ -41,9 +41,9 @@ from icepark.table.incremental import IncrementalAppendScan
 from icepark.table.table import Table
 from icepark.table.tasks import FileScanTask
 
-from .filters import field_path, quote, referenced_ids, spark_filter
+from .filters import field_path, referenced_ids, spark_filter
 from .scan_rows import scan_rows
-from .schema import read_columns, to_spark
+from .schema import quote, read_columns, to_spark
 
 
 def read(  # noqa: PLR0917 - the brief's positional order

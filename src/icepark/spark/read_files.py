@@ -47,8 +47,8 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 
-from .filters import quote, spark_literal
-from .schema import FIELD_ID, read_schema, to_spark_type
+from .filters import spark_literal
+from .schema import FIELD_ID, quote, read_schema, to_spark_type
 
 _FOOTER_THREADS = 8
 

@@ -391,7 +391,7 @@ def _convert_columns(schema: Schema, convert: Callable[[Column], Column],
     target = read_schema(schema) if source == "table" else to_spark(schema)
     columns = []
     for f, spark_field in zip(schema.fields, target.fields, strict=True):
-        col = F.col(_quote(f.name))
+        col = F.col(quote(f.name))
         if _has_uuid(f.field_type):
             col = _convert(col, f.field_type, spark_field.dataType, convert).alias(
                 f.name, metadata=spark_field.metadata)
@@ -399,7 +399,8 @@ def _convert_columns(schema: Schema, convert: Callable[[Column], Column],
     return columns
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """``name`` as one Spark column name: in backticks, backticks doubled."""
     return "`" + name.replace("`", "``") + "`"
 
 

@@ -64,7 +64,7 @@ from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.pandas import functions as pandas_functions
 
 from icepark.errors import ValidationError
-from icepark.spark.schema import FIELD_ID, to_spark_type, uuid_to_bytes
+from icepark.spark.schema import FIELD_ID, quote, to_spark_type, uuid_to_bytes
 from icepark.spec.datetimes import MICROS_PER_DAY, MICROS_PER_HOUR
 from icepark.spec.partitioning import PartitionSpec, check_partition_source
 from icepark.spec.schema import Schema
@@ -157,7 +157,7 @@ def _source_column(df: DataFrame, schema: Schema, field_id: int) -> Column:
     while current is not None:
         names.append(schema.find_field(current).name)
         current = schema.parent_id(current)
-    col = df["`" + names.pop().replace("`", "``") + "`"]
+    col = df[quote(names.pop())]
     while names:
         col = col.getField(names.pop())
     return col

@@ -64,9 +64,9 @@ from icepark.spark.data_files import (
     task_error,
     write_data_files,
 )
-from icepark.spark.distribution import DISTRIBUTION_MODE, distribution_mode, quoted
+from icepark.spark.distribution import DISTRIBUTION_MODE, distribution_mode
 from icepark.spark.native_write import NATIVE_WRITER_PROPERTY
-from icepark.spark.schema import to_iceberg, to_spark_type
+from icepark.spark.schema import quote, to_iceberg, to_spark_type
 from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -168,7 +168,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         if present is None:
             col = _default_column(f).cast(target)
         else:
-            col = F.col(quoted(f.name))
+            col = F.col(quote(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
                 col = col.cast(target)
         columns.append(col.alias(f.name))
