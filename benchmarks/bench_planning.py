@@ -15,10 +15,12 @@ after the metadata is loaded, best of ``--repeat`` runs:
   only column bounds prune.
 
 Each (library, table) pair runs in a fresh Python process, so the peak RSS it reports
-(``resource.getrusage``; icepark's planning worker processes, when ``ICEPARK_PLANNING_WORKERS``
-asks for them, are reported separately) is its own. The "first" columns are each scan's first
-run in that process: cold, before either library has cached anything for it (icepark caches
-the decoders it generates per manifest layout, never decoded entries).
+(``resource.getrusage``; icepark's forked planning workers are reported separately) is its own.
+icepark runs twice: as it plans by default (forked workers decode the manifests, one per CPU,
+when a scan reads at least 4 MB of them and the process runs no other thread), and in one
+process (``ICEPARK_PLANNING_WORKERS=1``), as it plans in a Spark driver. The "first" columns
+are each scan's first run in that process: cold, before either library has cached anything
+for it (icepark caches the decoders it generates per manifest layout, never decoded entries).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large] [--repeat N] [--cache DIR]
 """
@@ -186,8 +188,9 @@ def worker(library: str, metadata_file: str, repeat: int) -> dict[str, Any]:
     return out
 
 
-def run_worker(library: str, metadata_file: str, repeat: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
+               ) -> dict[str, Any]:
+    env = {**os.environ, **environ, "PYTHONPATH": os.pathsep.join(
         p for p in ("src", ".", os.environ.get("PYTHONPATH", "")) if p)}
     done = subprocess.run(
         [sys.executable, __file__, "--worker", library, metadata_file, "--repeat", str(repeat)],
@@ -216,30 +219,36 @@ def main() -> None:
     for size in sizes:
         files, manifests = SIZES[size]
         metadata_file = build_table(table_path(args.cache, files, manifests), files, manifests)
-        ours = run_worker("icepark", metadata_file, args.repeat)
+        runs = {"default": run_worker("icepark", metadata_file, args.repeat),
+                "one process": run_worker("icepark", metadata_file, args.repeat,
+                                          ICEPARK_PLANNING_WORKERS="1")}
         theirs = run_worker("pyiceberg", metadata_file, args.repeat)
         for name in FILTERS:
-            a, b = ours[name], theirs[name]
-            if a["files"] != b["files"]:
-                print(f"WARNING {size} {name}: icepark planned {a['files']} files, pyiceberg "
-                      f"{b['files']}", file=sys.stderr)
-            rows.append(f"| {files:,} / {manifests:,} | {name} | {a['files']:,} | "
-                        f"{a['seconds']:.2f} | {b['seconds']:.2f} | "
-                        f"**{b['seconds'] / a['seconds']:.1f}x** | {a['cpu']:.2f} | "
-                        f"{b['cpu']:.2f} | {b['cpu'] / a['cpu']:.1f}x | {a['first']:.2f} | "
-                        f"{b['first']:.2f} | {b['first'] / a['first']:.1f}x |")
-        workers = (f" (+ workers {ours['children_rss_mb']:.0f} each)"
-                   if ours["children_rss_mb"] else "")
-        rows.append(f"| {files:,} / {manifests:,} | peak RSS MB | | {ours['rss_mb']:.0f}"
-                    f"{workers} | {theirs['rss_mb']:.0f} "
-                    f"| {theirs['rss_mb'] / ours['rss_mb']:.1f}x less | | | | | | |")
+            b = theirs[name]
+            for mode, ours in runs.items():
+                a = ours[name]
+                if a["files"] != b["files"]:
+                    print(f"WARNING {size} {name}: icepark planned {a['files']} files, "
+                          f"pyiceberg {b['files']}", file=sys.stderr)
+                rows.append(f"| {files:,} / {manifests:,} | {name} | {mode} | {a['files']:,} | "
+                            f"{a['seconds']:.2f} | {b['seconds']:.2f} | "
+                            f"**{b['seconds'] / a['seconds']:.1f}x** | {a['cpu']:.2f} | "
+                            f"{b['cpu']:.2f} | {b['cpu'] / a['cpu']:.1f}x | {a['first']:.2f} | "
+                            f"{b['first']:.2f} | {b['first'] / a['first']:.1f}x |")
+        for mode, ours in runs.items():
+            workers = (f" (+ workers {ours['children_rss_mb']:.0f} each)"
+                       if ours["children_rss_mb"] else "")
+            rows.append(f"| {files:,} / {manifests:,} | peak RSS MB | {mode} | | "
+                        f"{ours['rss_mb']:.0f}{workers} | {theirs['rss_mb']:.0f} "
+                        f"| {theirs['rss_mb'] / ours['rss_mb']:.1f}x less | | | | | | |")
     print(f"\nScan planning, best of {args.repeat}: seconds to list the planned files "
           f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; CPU counts "
           "every thread and icepark's worker processes)\n")
-    print("| files / manifests | scan | files planned | icepark wall | pyiceberg wall | speedup "
-          "| icepark CPU | pyiceberg CPU | CPU ratio | icepark first | pyiceberg first "
-          "| first-run speedup |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| files / manifests | scan | icepark planning | files planned | icepark wall "
+          "| pyiceberg wall | speedup | icepark CPU | pyiceberg CPU | CPU ratio | icepark first "
+          "| pyiceberg first | first-run speedup |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+          "| ---: |")
     print("\n".join(rows))
 
 

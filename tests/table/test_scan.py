@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+import threading
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from icepark.errors import FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
+from icepark.io.fileio import ArrowFileIO, ArrowInputFile
 from icepark.io.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent
@@ -34,8 +36,10 @@ from icepark.spec.types import (
     StructType,
 )
 from icepark.table import planner as planner_module
+from icepark.table import tasks as tasks_module
 from icepark.table import updates as u
 from icepark.table.scan import TableScan, select_columns
+from icepark.table.tasks import FileScanTask
 from tests.expressions.expr_strategies import expressions, nullable_values, transforms
 from tests.table.scan_fixtures import (
     DAY_US,
@@ -301,16 +305,42 @@ def test_plan_files_streams_manifests_in_order(tmp_path: Path) -> None:
     iterator.close()  # stopping early is fine (pending manifests are not read)
 
 
+class _ParentOnlyIO(ArrowFileIO):
+    """Refuses to open files outside the process that made it: planning workers decode the
+    manifest bytes the planning process read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pid = os.getpid()
+
+    def new_input(self, location: str) -> ArrowInputFile:
+        if os.getpid() != self.pid:
+            raise AssertionError(f"a worker opened {location}")
+        return super().new_input(location)
+
+
 def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> None:
     t = ScanTable(tmp_path)
     for i in range(8):
         t.append(t.file(f"f{i}", ("a" if i % 2 else "b",), **long_bounds(1, i, i)))
     t.row_delta(t.equality_deletes("eq", ("a",)))
     monkeypatch.setattr(planner_module, "PROCESS_MIN_BYTES", 1)
-    planner = t.scan(row_filter="id > 2").planner()
+    # the test process may run Spark's threads; the workers here only decode bytes
+    monkeypatch.setattr(planner_module, "can_fork", lambda: True)
+    monkeypatch.setattr(tasks_module, "can_fork", lambda: True)
+    forked: list[bytes] = []
+    real_unpickled = tasks_module._unpickled
+
+    def unpickled(result: bytes) -> list[FileScanTask]:
+        forked.append(result)
+        return real_unpickled(result)
+
+    monkeypatch.setattr(tasks_module, "_unpickled", unpickled)
+    planner = TableScan(t.metadata, _ParentOnlyIO(), row_filter="id > 2").planner()
     planner.workers = 2
     snapshot = t.current()
     parallel = list(planner.plan(snapshot_manifests(t.io, snapshot)))
+    assert len(forked) == 8  # every data manifest decoded by a worker
     planner.workers = 1
     sequential = list(planner.plan(snapshot_manifests(t.io, snapshot)))
     assert parallel == sequential
@@ -321,8 +351,28 @@ def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> 
             if m.content is ManifestContent.DATA][-1]
     os.remove(lost.manifest_path)
     planner.workers = 2
-    with pytest.raises(FileNotFound, match=lost.manifest_path):  # raised in a worker
+    with pytest.raises(FileNotFound, match=lost.manifest_path):
         list(planner.plan(snapshot_manifests(t.io, snapshot)))
+
+
+def test_planning_forks_only_without_other_threads() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        release.wait(10)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    started.wait(10)
+    try:
+        assert not tasks_module.can_fork()
+        pids: Any = lambda i: [os.getpid()]  # noqa: E731 - the tasks are not looked at
+        produced: list[Any] = list(tasks_module.map_tasks(pids, [1, 2, 3], 2))
+        assert produced == [[os.getpid()]] * 3  # planned in this process
+    finally:
+        release.set()
+        thread.join()
 
 
 # ------------------------------------------------------------------------ errors

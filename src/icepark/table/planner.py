@@ -20,8 +20,6 @@ need are decoded, unless the caller asks for every column's.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -45,6 +43,7 @@ from icepark.expressions.bound import BoundPredicate, BoundVisitor
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest_reader import ALL_STATS, Stats
+from icepark.io.preloaded import PreloadedFileIO
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -57,46 +56,38 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
 from icepark.table.metrics_prefilter import metrics_prefilter
-from icepark.table.tasks import FileScanTask, map_tasks, trusted_task
+from icepark.table.tasks import (
+    FileScanTask,
+    can_fork,
+    cyclic_gc_paused,
+    map_tasks,
+    trusted_task,
+)
 
 
 def _planning_workers() -> int:
-    """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else 1: plan in this
-    process."""
+    """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else the CPUs this process
+    may run on (at most 8)."""
     configured = os.environ.get("ICEPARK_PLANNING_WORKERS", "")
     if configured.strip().isdigit() and int(configured) > 0:
         return int(configured)
-    return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, 8))
 
 
 PLANNING_WORKERS = _planning_workers()
-"""Processes decoding data manifests: 1 (the planning process) unless the environment variable
-``ICEPARK_PLANNING_WORKERS`` asks for more, which are then forked. Planning usually runs in a
-Spark driver, a process that hosts the JVM gateway and its threads, where forking is unsafe;
-and with manifests decoded by :mod:`icepark.io.avro_compiled` (only the fields a scan needs),
-one process plans 100,000 files in about a second, so forked workers (whose tasks must be
-pickled back) save little on two cores, and cost more when other work keeps them busy."""
+"""Processes decoding data manifests when there are enough of them (:data:`PROCESS_MIN_BYTES`)
+and forking is safe (:func:`~icepark.table.tasks.can_fork`: on Linux, from a process running
+no other thread; a Spark driver hosts the JVM gateway's threads, so it plans in-process).
+Decoding holds the GIL, so threads would not help; the workers are forked, get each manifest's
+bytes from the planning process (they never open a file system client) and send back their
+tasks pickled. ``ICEPARK_PLANNING_WORKERS=1`` plans in-process always."""
 PROCESS_MIN_BYTES = 4 * 1024 * 1024
 """Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
 process: forking costs more than it saves."""
 T = TypeVar("T")
 _RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
 _NO_DELETES = DeleteIndex.build(())
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while one manifest is turned into tasks: the
-    thousands of records it allocates hold no cycles, but each 700 allocations start a
-    collection (about a tenth of planning time). Reference counting still frees everything;
-    the collector is enabled again after (unless it was disabled before)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class ManifestPlanner:
@@ -192,7 +183,8 @@ class ManifestPlanner:
         return gate
 
     def entries(self, manifest: ManifestFile, added_by: frozenset[int] | None = None, *,
-                metrics: bool = True, stats: Stats | None = None) -> list[ManifestEntry]:
+                metrics: bool = True, stats: Stats | None = None,
+                file_io: FileIO | None = None) -> list[ManifestEntry]:
         """The live entries of a manifest whose partition (and ``metrics``) may match (files
         without rows are skipped); with ``added_by``, only files ADDED by those snapshots.
         Partitions are tested before the rest of an entry is decoded; a file whose partition
@@ -201,8 +193,8 @@ class ManifestPlanner:
         record is even built.
 
         ``stats`` are the metric maps decoded into the entries' files (default: as
-        :meth:`data_stats` without delete files)."""
-        blocks = self._blocks(read_manifest_blocks, manifest, metrics, stats,
+        :meth:`data_stats` without delete files); ``file_io`` replaces the planner's."""
+        blocks = self._blocks(read_manifest_blocks, manifest, metrics, stats, file_io,
                               discard_deleted=True)
         if added_by is None:
             return [e for block in blocks
@@ -212,16 +204,18 @@ class ManifestPlanner:
                 for e in self._matching([x.data_file for x in block], block, metrics)
                 if e.status is added and e.snapshot_id in added_by]
 
-    def files(self, manifest: ManifestFile, *, stats: Stats | None = None) -> list[DataFile]:
+    def files(self, manifest: ManifestFile, *, stats: Stats | None = None,
+              file_io: FileIO | None = None) -> list[DataFile]:
         """The files of :meth:`entries` (metrics tested), when their entries are not needed:
         snapshot IDs and sequence numbers are then not even decoded."""
-        return [f for block in self._blocks(read_manifest_files, manifest, True, stats)
+        return [f for block in self._blocks(read_manifest_files, manifest, True, stats,
+                                            file_io=file_io)
                 for f in self._matching(block, block, True)]
 
     def _blocks(self, read: Callable[..., Iterator[list[Any]]],
                 manifest: ManifestFile, metrics: bool, stats: Stats | None,
-                **options: Any) -> Iterator[list[Any]]:
-        return read(self.file_io, manifest, specs_by_id=self.specs,
+                file_io: FileIO | None = None, **options: Any) -> Iterator[list[Any]]:
+        return read(file_io or self.file_io, manifest, specs_by_id=self.specs,
                     stats=stats or self.data_stats(_NO_DELETES),
                     partition_filter=self._partition_gate(manifest),
                     metrics_filter=self._cannot_match if metrics else None, **options)
@@ -301,12 +295,14 @@ class ManifestPlanner:
         return Stats.for_columns(self.filter_columns | index.equality_ids | self.stats_columns)
 
     def tasks(self, manifest: ManifestFile, index: DeleteIndex,
-              added_by: frozenset[int] | None = None) -> list[FileScanTask]:
-        """The tasks of one data manifest's matching live files."""
+              added_by: frozenset[int] | None = None, file_io: FileIO | None = None
+              ) -> list[FileScanTask]:
+        """The tasks of one data manifest's matching live files (read through ``file_io``
+        if given, else the planner's)."""
         task = trusted_task
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             if added_by is None and index.is_empty:  # nothing to look up by entry
-                files = self.files(manifest, stats=self.data_stats(index))
+                files = self.files(manifest, stats=self.data_stats(index), file_io=file_io)
                 if self.always_true:
                     return [task(f, (), ALWAYS_TRUE, f.spec_id, 0, f.file_size_in_bytes,
                                  f.partition) for f in files]
@@ -317,7 +313,8 @@ class ManifestPlanner:
             for_data_file = index.for_data_file
             return [task(f, for_data_file(e.sequence_number or 0, f), residual(f), f.spec_id, 0,
                          f.file_size_in_bytes, f.partition)
-                    for e in self.entries(manifest, added_by, stats=self.data_stats(index))
+                    for e in self.entries(manifest, added_by, stats=self.data_stats(index),
+                                          file_io=file_io)
                     for f in (e.data_file,)]
 
     def plan(self, manifests: Iterable[ManifestFile],
@@ -331,9 +328,18 @@ class ManifestPlanner:
                 (delete if m.content is ManifestContent.DELETES else data).append(m)
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
-        workers = self.workers if work >= PROCESS_MIN_BYTES else 1
-        for tasks in map_tasks(lambda m: self.tasks(m, index, added_by), data, workers):
-            yield from tasks
+        if self.workers > 1 and len(data) > 1 and work >= PROCESS_MIN_BYTES and can_fork():
+            def decode(job: tuple[ManifestFile, bytes]) -> list[FileScanTask]:
+                manifest, content = job  # in a worker: the bytes read here, no file system
+                preloaded = PreloadedFileIO(self.file_io, {manifest.manifest_path: content})
+                return self.tasks(manifest, index, added_by, preloaded)
+
+            jobs = ((m, self.file_io.new_input(m.manifest_path).read()) for m in data)
+            for tasks in map_tasks(decode, jobs, self.workers):
+                yield from tasks
+            return
+        for m in data:
+            yield from self.tasks(m, index, added_by)
 
 
 class _Refs(BoundVisitor[set[int]]):

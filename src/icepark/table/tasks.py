@@ -30,10 +30,14 @@ passing them back as tuples of primitives.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
+import pickle
 import sys
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
@@ -237,15 +241,48 @@ def _set_producer(produce: Callable[[Any], list[FileScanTask]]) -> None:
     _PRODUCE = produce
 
 
-def _produce_packed(item: Any) -> list[Packed]:
+def _produce_packed(item: Any) -> bytes:
+    """The packed tasks of ``item``, pickled here: unpickled by the executor's thread in the
+    parent, they would be with the cyclic collector running, whose passes over the thousands
+    of new tuples cost several times the unpickling itself."""
     assert _PRODUCE is not None, "worker process started without its function"
-    return pack(_PRODUCE(item))
+    return pickle.dumps(pack(_PRODUCE(item)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickled(result: bytes) -> list[FileScanTask]:
+    with cyclic_gc_paused():
+        return unpack(pickle.loads(result))  # bytes from our own worker process
+
+
+@contextlib.contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a manifest's tasks are built: the thousands
+    of records allocated hold no cycles, but each 700 allocations start a collection, and
+    its passes over the older generations grow with the tasks already planned (a tenth of
+    planning time in one process, most of the unpickling of a worker's tasks). Reference
+    counting still frees everything; the collector is enabled again after (unless it was
+    disabled before)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def can_fork() -> bool:
+    """Whether :func:`map_tasks` may fork workers: on Linux (where ``fork`` is cheap), from a
+    process running no other Python thread. A thread may hold a lock (of the logging module,
+    of a socket client, ...) at the moment of the fork, and the child would wait for it
+    forever; a Spark driver, with its JVM gateway threads, is such a process."""
+    return sys.platform == "linux" and threading.active_count() == 1
 
 
 def _fork_context() -> Any:
-    """The ``fork`` start method where it is safe and cheap (Linux), else None. Forked workers
-    inherit the producing function (a planner and its delete index) without pickling it."""
-    if sys.platform != "linux":
+    """The ``fork`` start method where :func:`can_fork`, else None. Forked workers inherit
+    the producing function (a planner and its delete index) without pickling it."""
+    if not can_fork():
         return None
     try:
         return multiprocessing.get_context("fork")
@@ -253,26 +290,27 @@ def _fork_context() -> Any:
         return None
 
 
-def map_tasks(produce: Callable[[T], list[FileScanTask]], items: Sequence[T],
+def map_tasks(produce: Callable[[T], list[FileScanTask]], items: Iterable[T],
               workers: int = 1) -> Iterator[list[FileScanTask]]:
-    """``map(produce, items)``, in order. With ``workers`` > 1 (and ``fork`` available),
+    """``map(produce, items)``, in order. With ``workers`` > 1 (and :func:`can_fork`),
     ``produce`` runs in that many forked processes, with at most ``2 * workers`` items
-    running or finished-but-unconsumed at once (bounded memory); closing the iterator cancels
-    the items not yet started. An exception in a worker is raised here."""
-    context = _fork_context() if workers > 1 and len(items) > 1 else None
+    taken from ``items``, running or finished-but-unconsumed at once (bounded memory);
+    closing the iterator cancels the items not yet started. An exception in a worker is
+    raised here."""
+    context = _fork_context() if workers > 1 else None
     if context is None:
         yield from map(produce, items)
         return
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_set_producer,
                                initargs=(produce,))
-    pending: deque[Future[list[Packed]]] = deque()
+    pending: deque[Future[bytes]] = deque()
     try:
         for item in items:
             pending.append(pool.submit(_produce_packed, item))
             if len(pending) >= 2 * workers:
-                yield unpack(pending.popleft().result())
+                yield _unpickled(pending.popleft().result())
         while pending:
-            yield unpack(pending.popleft().result())
+            yield _unpickled(pending.popleft().result())
     finally:
         for future in pending:
             future.cancel()
