@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icepark.errors import FileNotFound, ValidationError
+from icepark.errors import CorruptFile, FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
 from icepark.io.fileio import ArrowFileIO, ArrowInputFile
 from icepark.io.manifest import read_manifest_blocks, read_manifest_files
@@ -349,8 +349,12 @@ def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> 
                for x in parallel)
     lost = [m for m in snapshot_manifests(t.io, snapshot)
             if m.content is ManifestContent.DATA][-1]
-    os.remove(lost.manifest_path)
+    with open(lost.manifest_path, "r+b") as f:  # decoded in a worker: its error comes back
+        f.truncate(os.path.getsize(lost.manifest_path) - 40)
     planner.workers = 2
+    with pytest.raises(CorruptFile, match=lost.manifest_path):
+        list(planner.plan(snapshot_manifests(t.io, snapshot)))
+    os.remove(lost.manifest_path)  # read by the planning process: its error is raised there
     with pytest.raises(FileNotFound, match=lost.manifest_path):
         list(planner.plan(snapshot_manifests(t.io, snapshot)))
 

@@ -220,19 +220,9 @@ class Emitter:
                 self.emit(ind + 1, "if n < 0: raise _bad(f'negative length {n}')")
                 self.emit(ind + 1, "p += n")
             case "bytes" | "string":
-                # the common case first: a length below 64 is one byte
-                suffix = ".decode()" if kind == "string" else ""
-                self.emit(ind, "b = d[p]")
-                self.emit(ind, "if b < 128 and not b & 1:")
-                self.emit(ind + 1, "p += 1; e = p + (b >> 1)")
-                self.emit(ind, "elif b > 127 and d[p + 1] < 128 and not b & 1:  # 64 to 8191")
-                self.emit(ind + 1, "e = p + 2 + (((b & 127) | (d[p + 1] << 7)) >> 1); p += 2")
-                self.emit(ind, "else:")
-                self.emit(ind + 1, "n, p = _long(d, p)")
-                self.emit(ind + 1, "if n < 0: raise _bad(f'negative length {n}')")
-                self.emit(ind + 1, "e = p + n")
-                self.emit(ind, "if e > end: raise _bad('truncated value')")
-                self.emit(ind, f"{target} = d[p:e]{suffix}; p = e")
+                self._length(ind)
+                self.emit(ind, f"{target} = d[p:e]{'.decode()' if kind == 'string' else ''}; "
+                               "p = e")
             case "fixed":
                 size = int(t["size"])
                 if target:
@@ -353,20 +343,56 @@ class Emitter:
                 self.emit(body + 1, f"{target}[{key}] = {value}")
         self.read_long(body, count)
 
+    def _length(self, ind: int) -> None:
+        """Read the length of a string or bytes value at ``p``: ``p`` is then its first byte
+        and ``e`` the byte after it."""
+        # the common case first: a length below 64 is one byte
+        self.emit(ind, "b = d[p]")
+        self.emit(ind, "if b < 128 and not b & 1:")
+        self.emit(ind + 1, "p += 1; e = p + (b >> 1)")
+        self.emit(ind, "elif b > 127 and d[p + 1] < 128 and not b & 1:  # 64 to 8191")
+        self.emit(ind + 1, "e = p + 2 + (((b & 127) | (d[p + 1] << 7)) >> 1); p += 2")
+        self.emit(ind, "else:")
+        self.emit(ind + 1, "n, p = _long(d, p)")
+        self.emit(ind + 1, "if n < 0: raise _bad(f'negative length {n}')")
+        self.emit(ind + 1, "e = p + n")
+        self.emit(ind, "if e > end: raise _bad('truncated value')")
+
+    def span(self, ind: int, target: str) -> str:
+        """Skip a string value, keeping where it is in ``target`` and ``{target}_end``;
+        returns the statement that decodes it from there (later, if it is still needed)."""
+        self._length(ind)
+        self.emit(ind, f"{target} = p; {target}_end = p = e")
+        return f"{target} = d[{target}:{target}_end].decode()"
+
     def skip_run(self, types: list[Any], ind: int) -> None:
-        """Skip consecutive fields: each run of fields holding arrays or maps with one
-        regular-expression match when their encoding is the common one, the others (and those
-        runs otherwise) field by field. Runs of the same types share one compiled pattern."""
+        """Skip consecutive fields: each run of fields holding arrays or maps, or of two or
+        more fixed-size or varint fields (an entry's snapshot ID and sequence numbers), with
+        one regular-expression match when their encoding is the common one, the others (and
+        those runs otherwise) field by field. Runs of the same types share one compiled
+        pattern."""
         segment: list[Any] = []
         for t in [*self._flat(types), None]:
-            if t is not None and self._has_blocks(t):
+            if t is not None and (self._has_blocks(t) or self._scalar(t)):
                 segment.append(t)
                 continue
-            if segment:
+            if len(segment) > 1 or any(self._has_blocks(x) for x in segment):
                 self._skip_segment(segment, ind)
-                segment = []
+            elif segment:
+                self.skip(segment[0], ind)
+            segment = []
             if t is not None:
                 self.skip(t, ind)
+
+    def _scalar(self, t: Any, depth: int = 0) -> bool:
+        """Whether ``t`` is encoded as a varint, fixed bytes or a union of those (a pattern
+        that matches it never fails for a long value)."""
+        t = self.resolve(t)
+        if isinstance(t, str):
+            return t not in ("bytes", "string")
+        if isinstance(t, list):
+            return depth < _MAX_DEPTH and all(self._scalar(b, depth + 1) for b in t)
+        return bool(t.get("type") in ("enum", "fixed"))
 
     def _flat(self, types: list[Any], depth: int = 0) -> list[Any]:
         """``types`` with records replaced by their fields' types (a record is its fields'

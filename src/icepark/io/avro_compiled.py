@@ -81,6 +81,9 @@ class _Reader(Emitter):
         self.check: tuple[str, ...] = ()
         self.check_paths: list[Path] | None = None
         """The paths the check reads that the schema has; None once the check is emitted."""
+        self.deferred: list[str] = []
+        """Statements decoding wanted strings read before the check, run once it passes
+        (a rejected record's file path is never decoded)."""
 
     def record_fields(self, record: Any, path: Path, ind: int) -> None:
         """Decode the wanted fields of a record at ``path`` (or below it), skip the others."""
@@ -100,7 +103,11 @@ class _Reader(Emitter):
                 self.maybe_check(fields[i:], path, ind)
                 continue
             i += 1
-            if here in self.wanted:
+            if here in self.wanted and self._deferrable(here, f["type"]):
+                v = self.var()
+                self.deferred.append(self.span(ind, v))
+                self.outputs[here] = v
+            elif here in self.wanted:
                 v = self.var()
                 if here in self.pairs:
                     self.pair_keys = self.pairs[here]
@@ -128,9 +135,17 @@ class _Reader(Emitter):
                     self.skip_run(skipped, ind)
                     skipped = []
 
+    def _deferrable(self, path: Path, t: Any) -> bool:
+        """Whether the wanted field at ``path`` is a string the pending check does not read
+        (decoded only once the check passes)."""
+        return (self.check_paths is not None and path not in self.check_paths
+                and path != self.gate and self.wanted[path] is None
+                and self.resolve(t) == "string")
+
     def maybe_check(self, remaining: list[Any], path: Path, ind: int) -> None:
         """The finish's check, once every value it reads is decoded: a rejected record's
-        remaining fields (and those of its enclosing records) are skipped."""
+        remaining fields (and those of its enclosing records) are skipped, by patterns (a
+        metrics filter usually rejects most records)."""
         if self.check_paths is None or any(p not in self.outputs for p in self.check_paths):
             return
         self.check_paths = None
@@ -139,9 +154,12 @@ class _Reader(Emitter):
             self.emit(ind, line.format(*names))
         self.emit(ind, "if rejected:")
         self.emit(ind + 1, "pass")
-        self.skip_fields(remaining, path, ind + 1, patterns=False)
+        self.skip_fields(remaining, path, ind + 1)
         _rest_of_enclosing(self, self.top, (*path, ""))[len(path)](ind + 1)
         self.emit(ind + 1, "continue")
+        for line in self.deferred:
+            self.emit(ind, line)
+        self.deferred = []
 
     def present(self, path: Path) -> bool:
         """Whether the schema has a field at ``path``."""
@@ -303,6 +321,8 @@ def compile_reader(schema: Any, wanted: Mapping[Path, Converter | None], *,
         root.check = finish.check
         root.check_paths = [paths[i] for i in finish.check_reads if root.present(paths[i])]
     root.record_fields(top, (), 2)
+    for line in root.deferred:  # the check was never emitted: decode them anyway
+        root.emit(2, line)
     outputs = [root.outputs.get(path, "None") for path in wanted]
     if finish is None:
         body = [f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))"]
