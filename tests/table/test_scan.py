@@ -359,6 +359,31 @@ def test_process_pool_plans_the_same_files(tmp_path: Path, monkeypatch: Any) -> 
         list(planner.plan(snapshot_manifests(t.io, snapshot)))
 
 
+class _ThreadRecordingIO(ArrowFileIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers: list[str] = []
+
+    def new_input(self, location: str) -> ArrowInputFile:
+        if "/metadata/" in location and location.endswith(".avro"):
+            self.readers.append(threading.current_thread().name)
+        return super().new_input(location)
+
+
+def test_in_process_planning_reads_manifests_ahead_on_threads(tmp_path: Path) -> None:
+    t = ScanTable(tmp_path)
+    for i in range(5):
+        t.append(t.file(f"f{i}", ("a",), **long_bounds(1, i, i)))
+    file_io = _ThreadRecordingIO()
+    planner = TableScan(t.metadata, file_io, row_filter="id >= 1").planner()
+    planner.workers = 1
+    manifests = snapshot_manifests(t.io, t.current())
+    planned = [name_of(x.data_file) for x in planner.plan(manifests)]
+    assert sorted(planned) == ["f1", "f2", "f3", "f4"]
+    assert len(file_io.readers) == 5
+    assert all(name.startswith("icepark-read") for name in file_io.readers)
+
+
 def test_planning_forks_only_without_other_threads() -> None:
     started, release = threading.Event(), threading.Event()
 

@@ -76,7 +76,6 @@ from icepark.table.inspect_files import (
     delete_files,
     entries,
     files,
-    parallel_map,
     partition_coercer,
     read_entries,
     select_snapshot,
@@ -84,6 +83,7 @@ from icepark.table.inspect_files import (
     table_partition_type,
 )
 from icepark.table.table import Table
+from icepark.table.tasks import parallel_map
 
 __all__ = [
     "METADATA_TABLES",

@@ -34,11 +34,8 @@ single snapshot never reads other snapshots' manifests.
 
 from __future__ import annotations
 
-import os
 import struct
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
@@ -74,12 +71,10 @@ from icepark.spec.types import (
 )
 from icepark.spec.values import from_bytes
 from icepark.table.table import Table
+from icepark.table.tasks import parallel_map
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-READ_THREADS = min(8, (os.cpu_count() or 1) + 2)
-"""Manifests (or manifest lists) read at the same time."""
 
 _METRIC_NAMES = ("column_size", "value_count", "null_value_count", "nan_value_count")
 _FILE_FIELDS_BEFORE_PARTITION = (
@@ -149,22 +144,6 @@ def _array(t: IcebergType, arrow_type: Any, values: list[Any]) -> Any:
     nulls = [v is None for v in values]
     mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
     return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask)
-
-
-def parallel_map(fn: Callable[[T], R], items: Iterable[T],
-                 threads: int = READ_THREADS) -> Iterator[R]:
-    """``map(fn, items)`` on a thread pool, in order, with at most ``2 * threads`` pending."""
-    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="icepark-inspect")
-    pending: deque[Future[R]] = deque()
-    try:
-        for item in items:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= 2 * threads:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def select_snapshot(metadata: TableMetadata, snapshot_id: int | None) -> Snapshot | None:

@@ -10,12 +10,13 @@ predicates are also used to filter data and delete files using column bounds and
 
 :class:`ManifestPlanner` skips manifests by their partition summaries (one
 :class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete manifests into a
-:class:`~icepark.table.delete_index.DeleteIndex`; then streams the data manifests (each decoded
-once, a bounded number at a time, in this process unless ``ICEPARK_PLANNING_WORKERS`` asks for
-forked workers), keeping the live files whose partition (tested once per distinct partition,
-before the rest of an entry is decoded) and metrics may match, each with its delete files and
-its residual (one per partition). Only the metric maps the filter (and the equality deletes)
-need are decoded, unless the caller asks for every column's.
+:class:`~icepark.table.delete_index.DeleteIndex`; then streams the data manifests (each read
+once, a bounded number ahead, and decoded by forked workers when there are many and forking is
+safe, else in this process: see :data:`PLANNING_WORKERS`), keeping the live files whose
+partition (tested once per distinct partition, before the rest of an entry is decoded) and
+metrics may match, each with its delete files and its residual (one per partition). Only the
+metric maps the filter (and the equality deletes) need are decoded, unless the caller asks for
+every column's.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from icepark.table.tasks import (
     can_fork,
     cyclic_gc_paused,
     map_tasks,
+    parallel_map,
     trusted_task,
 )
 
@@ -338,8 +340,15 @@ class ManifestPlanner:
             for tasks in map_tasks(decode, jobs, self.workers):
                 yield from tasks
             return
-        for m in data:
-            yield from self.tasks(m, index, added_by)
+        if len(data) < 2:
+            for m in data:
+                yield from self.tasks(m, index, added_by)
+            return
+        read = self.file_io  # read ahead on threads: waits on storage do not hold the GIL
+        for m, content in parallel_map(
+                lambda m: (m, read.new_input(m.manifest_path).read()), data):
+            yield from self.tasks(m, index, added_by,
+                                  PreloadedFileIO(read, {m.manifest_path: content}))
 
 
 class _Refs(BoundVisitor[set[int]]):

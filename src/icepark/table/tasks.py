@@ -33,12 +33,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
 import pickle
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -56,6 +57,7 @@ SPLIT_LOOKBACK_DEFAULT = 10
 SPLIT_OPEN_FILE_COST = "read.split.open-file-cost"
 SPLIT_OPEN_FILE_COST_DEFAULT = 4 * 1024 * 1024
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +271,28 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+READ_THREADS = min(8, (os.cpu_count() or 1) + 2)
+"""Files (manifests, manifest lists) read at the same time by :func:`parallel_map`: reads
+wait on storage, not on the GIL."""
+
+
+def parallel_map(fn: Callable[[T], R], items: Iterable[T],
+                 threads: int = READ_THREADS) -> Iterator[R]:
+    """``map(fn, items)`` on a thread pool, in order, with at most ``2 * threads`` pending;
+    closing the iterator cancels the items not yet started."""
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="icepark-read")
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def can_fork() -> bool:
