@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import tempfile
@@ -382,6 +383,15 @@ def test_in_process_planning_reads_manifests_ahead_on_threads(tmp_path: Path) ->
     assert sorted(planned) == ["f1", "f2", "f3", "f4"]
     assert len(file_io.readers) == 5
     assert all(name.startswith("icepark-read") for name in file_io.readers)
+
+
+def _can_fork_here(_: object) -> bool:
+    return tasks_module.can_fork()
+
+
+def test_planning_does_not_fork_in_a_daemonic_worker() -> None:
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # its workers are daemonic
+        assert pool.map(_can_fork_here, [0]) == [False]
 
 
 def test_planning_forks_only_without_other_threads() -> None:

@@ -297,10 +297,12 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T],
 
 def can_fork() -> bool:
     """Whether :func:`map_tasks` may fork workers: on Linux (where ``fork`` is cheap), from a
-    process running no other Python thread. A thread may hold a lock (of the logging module,
-    of a socket client, ...) at the moment of the fork, and the child would wait for it
-    forever; a Spark driver, with its JVM gateway threads, is such a process."""
-    return sys.platform == "linux" and threading.active_count() == 1
+    process running no other Python thread and allowed children (a daemonic
+    ``multiprocessing`` worker is not). A thread may hold a lock (of the logging module, of a
+    socket client, ...) at the moment of the fork, and the child would wait for it forever; a
+    Spark driver, with its JVM gateway threads, is such a process."""
+    return (sys.platform == "linux" and threading.active_count() == 1
+            and not multiprocessing.current_process().daemon)
 
 
 def _fork_context() -> Any:
