@@ -38,8 +38,8 @@ import pickle
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -279,15 +279,24 @@ wait on storage, not on the GIL."""
 
 
 def parallel_map(fn: Callable[[T], R], items: Iterable[T],
-                 threads: int = READ_THREADS) -> Iterator[R]:
+                 threads: int = READ_THREADS) -> Generator[R, None, None]:
     """``map(fn, items)`` on a thread pool, in order, with at most ``2 * threads`` pending;
     closing the iterator cancels the items not yet started."""
-    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="icepark-read")
+    threads = max(1, threads)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="icepark-read")
+    return _in_order(pool, fn, items, 2 * threads)
+
+
+def _in_order(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int
+              ) -> Generator[R, None, None]:
+    """``fn`` of each item run on ``pool``, results in order, with at most ``window`` items
+    taken from ``items`` and not yet consumed; the pool is shut down at the end, and closing
+    the iterator cancels the items not yet started."""
     pending: deque[Future[R]] = deque()
     try:
         for item in items:
             pending.append(pool.submit(fn, item))
-            if len(pending) >= 2 * threads:
+            if len(pending) >= window:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
@@ -329,15 +338,6 @@ def map_tasks(produce: Callable[[T], list[FileScanTask]], items: Iterable[T],
         return
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_set_producer,
                                initargs=(produce,))
-    pending: deque[Future[bytes]] = deque()
-    try:
-        for item in items:
-            pending.append(pool.submit(_produce_packed, item))
-            if len(pending) >= 2 * workers:
-                yield _unpickled(pending.popleft().result())
-        while pending:
-            yield _unpickled(pending.popleft().result())
-    finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+    with contextlib.closing(_in_order(pool, _produce_packed, items, 2 * workers)) as results:
+        for result in results:
+            yield _unpickled(result)
