@@ -330,25 +330,25 @@ class ManifestPlanner:
                 (delete if m.content is ManifestContent.DELETES else data).append(m)
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
-        if self.workers > 1 and len(data) > 1 and work >= PROCESS_MIN_BYTES and can_fork():
-            def decode(job: tuple[ManifestFile, bytes]) -> list[FileScanTask]:
-                manifest, content = job  # in a worker: the bytes read here, no file system
-                preloaded = PreloadedFileIO(self.file_io, {manifest.manifest_path: content})
-                return self.tasks(manifest, index, added_by, preloaded)
 
-            jobs = ((m, self.file_io.new_input(m.manifest_path).read()) for m in data)
-            for tasks in map_tasks(decode, jobs, self.workers):
-                yield from tasks
-            return
-        if len(data) < 2:
-            for m in data:
-                yield from self.tasks(m, index, added_by)
-            return
-        read = self.file_io  # read ahead on threads: waits on storage do not hold the GIL
-        for m, content in parallel_map(
-                lambda m: (m, read.new_input(m.manifest_path).read()), data):
-            yield from self.tasks(m, index, added_by,
-                                  PreloadedFileIO(read, {m.manifest_path: content}))
+        def read(m: ManifestFile) -> tuple[ManifestFile, bytes]:
+            return m, self.file_io.new_input(m.manifest_path).read()
+
+        def decode(job: tuple[ManifestFile, bytes]) -> list[FileScanTask]:
+            manifest, content = job  # decoded from memory: a worker opens no file system
+            preloaded = PreloadedFileIO(self.file_io, {manifest.manifest_path: content})
+            return self.tasks(manifest, index, added_by, preloaded)
+
+        results: Iterator[list[FileScanTask]]
+        if self.workers > 1 and len(data) > 1 and work >= PROCESS_MIN_BYTES and can_fork():
+            # read in this thread: read-ahead threads would be running when workers fork
+            results = map_tasks(decode, map(read, data), self.workers)
+        elif len(data) > 1:  # read ahead on threads: waits on storage do not hold the GIL
+            results = map(decode, parallel_map(read, data))
+        else:
+            results = (self.tasks(m, index, added_by) for m in data)
+        for tasks in results:
+            yield from tasks
 
 
 class _Refs(BoundVisitor[set[int]]):
