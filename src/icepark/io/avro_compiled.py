@@ -256,11 +256,9 @@ class _Reader(Emitter):
         self.skip_fields(fields, path, ind)
         self.rest_stack[len(path)](ind)
 
-    def skip_fields(self, fields: list[Any], path: Path, ind: int, *,
-                    patterns: bool = True) -> None:
+    def skip_fields(self, fields: list[Any], path: Path, ind: int) -> None:
         """Skip fields: runs of maps by the pattern of their shape, the others as
-        :meth:`skip_run` does (or, without ``patterns``, one by one: code for a path seldom
-        taken should not compile a pattern)."""
+        :meth:`skip_run` does."""
         pending: list[Any] = []
         i = 0
         while i < len(fields):
@@ -274,18 +272,11 @@ class _Reader(Emitter):
                 pending.append(fields[i]["type"])
                 i += 1
                 continue
-            self._skip_pending(pending, ind, patterns)
+            self.skip_run(pending, ind)
             pending = []
             self.maps(run, path, ind)
             i += len(run)
-        self._skip_pending(pending, ind, patterns)
-
-    def _skip_pending(self, types: list[Any], ind: int, patterns: bool) -> None:
-        if patterns and types:
-            self.skip_run(types, ind)
-        else:
-            for t in types:
-                self.skip(t, ind)
+        self.skip_run(pending, ind)
 
 
 def compile_reader(schema: Any, wanted: Mapping[Path, Converter | None], *,

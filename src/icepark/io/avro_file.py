@@ -212,14 +212,7 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     Blocks are checked (sync marker, length) and decompressed here, so fastavro only decodes;
     errors while iterating ``records`` are raised as ``CorruptFile`` too.
     """
-    try:
-        raw = _read_header(stream)
-        schema = json.loads(raw["avro.schema"])
-        codec = raw.get("avro.codec", b"null").decode()
-    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
-        raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
-    decompress = _decompressor(codec or "null")
-    sync = raw.pop("avro.sync")
+    raw, schema, decompress, sync = _open_header(stream, location)
     metadata = {k: v.decode(errors="replace") for k, v in raw.items()}
     patched = {**raw, "avro.schema": json.dumps(_strip_logical_types(schema)).encode(),
                "avro.codec": b"null"}
@@ -232,6 +225,21 @@ def open_reader(stream: Any, location: str) -> AvroReader:
         raise CorruptFile(f"{location} is not a readable Avro file: {e}") from e
     user = {k: v for k, v in metadata.items() if not k.startswith("avro.")}
     return AvroReader(schema, user, _records(reader, location))
+
+
+def _open_header(stream: Any, location: str
+                 ) -> tuple[dict[str, bytes], Any, Callable[[bytes], bytes] | None, bytes]:
+    """The header's metadata map (without the sync marker), its writer schema, the codec's
+    decompressor and the sync marker; ``CorruptFile`` if ``stream`` holds no container file."""
+    try:
+        raw = _read_header(stream)
+        schema = json.loads(raw["avro.schema"])
+        codec = raw.get("avro.codec", b"null").decode()
+    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
+    decompress = _decompressor(codec or "null")
+    sync = raw.pop("avro.sync")
+    return raw, schema, decompress, sync
 
 
 def _decompressor(codec: str) -> Callable[[bytes], bytes] | None:
@@ -302,14 +310,7 @@ class AvroBlocks:
 def open_blocks(stream: Any, location: str) -> AvroBlocks:
     """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
     its blocks are checked and decompressed as they are iterated."""
-    try:
-        raw = _read_header(stream)
-        schema = json.loads(raw["avro.schema"])
-        codec = raw.get("avro.codec", b"null").decode()
-    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
-        raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
-    decompress = _decompressor(codec or "null")
-    sync = raw.pop("avro.sync")
+    raw, schema, decompress, sync = _open_header(stream, location)
     user = {k: v.decode(errors="replace") for k, v in raw.items() if not k.startswith("avro.")}
     return AvroBlocks(schema, user, raw_blocks(stream, sync, decompress, location))
 

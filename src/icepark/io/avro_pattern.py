@@ -28,9 +28,6 @@ from typing import Any
 
 VARINT = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
 _MAX_SMALL = 63  # the largest count whose zig-zag varint is one byte
-_MAX_LENGTH = 16  # longer strings and bytes are left to the slow way: a smaller pattern
-# (column bounds are at most 16 bytes but for long strings: writers truncate them to 16
-# characters)
 _MAX_DEPTH = 32
 COMPILE_AFTER = 20_000
 """Records a :class:`LazyPattern` lets pass before compiling its pattern (compiling one for

@@ -44,6 +44,7 @@ from typing import Any
 
 from icepark.errors import CorruptFile, IcebergError, UnsupportedFeature, ValidationError
 from icepark.io import manifest_codec as codec
+from icepark.io.avro_compiled import BlockReader
 from icepark.io.avro_file import (
     CODEC_PROPERTY,
     LEVEL_PROPERTY,
@@ -58,7 +59,6 @@ from icepark.io.manifest_decoder import EntryDecoder
 from icepark.io.manifest_reader import (
     ALL_STATS,
     METRIC_FIELDS,
-    CompiledEntries,
     FileMetrics,
     Stats,
     compiled_entries,
@@ -387,13 +387,13 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
 _GENERIC_BATCH = 1000
 
 
-def _entries(stream: Any, compiled: CompiledEntries,  # noqa: PLR0917 - one caller
+def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
              blocks: Iterator[tuple[int, bytes]], manifest: ManifestFile,
              discard_deleted: bool, filters: _Filters) -> Iterator[list[Any]]:
     counter = [0]
     try:
-        rows = compiled_entry_blocks(compiled, blocks, manifest, manifest.partition_spec_id,
-                                     filters[0], manifest.manifest_path, counter, filters[1],
+        rows = compiled_entry_blocks(compiled, blocks, manifest, filters[0],
+                                     manifest.manifest_path, counter, filters[1],
                                      discard_deleted=discard_deleted)
         try:
             yield from rows

@@ -162,12 +162,6 @@ class EntryDecoder:
         """The file format of a ``file_format`` string (parsed once per distinct string)."""
         return self._formats.__getitem__
 
-    def _format(self, text: str) -> FileFormat:
-        found = self._formats.get(text)
-        if found is None:
-            found = self._formats[text] = FileFormat.parse(text)
-        return found
-
     def decode(self, record: dict[str, Any]) -> ManifestEntry:
         d = record[self._data_file]
         n = self._names
@@ -182,7 +176,7 @@ class EntryDecoder:
         split_offsets = d.get(n[132]) if 132 in n else None
         equality_ids = d.get(n[135]) if 135 in n else None
         data_file = DataFile(
-            file_path=d[n[100]], file_format=self._format(d[n[101]]), partition=tuple(partition),
+            file_path=d[n[100]], file_format=self._formats[d[n[101]]], partition=tuple(partition),
             record_count=d[n[103]], file_size_in_bytes=d[n[104]],
             content=FileContent(d[n[134]]) if 134 in n else FileContent.DATA,
             spec_id=self._spec_id,

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from icepark.errors import UnsupportedFeature
 from icepark.io.avro_compiled import (
     BlockReader,
     Converter,
@@ -34,6 +35,7 @@ from icepark.io.avro_compiled import (
     compile_reader,
     read_blocks,
 )
+from icepark.io.manifest_codec import METRIC_MAPS
 from icepark.io.manifest_decoder import EntryDecoder
 from icepark.spec.manifest import (
     DataFile,
@@ -45,9 +47,7 @@ from icepark.spec.manifest import (
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.trusted import trusted_constructor
 
-METRIC_FIELDS = {108: "column_sizes", 109: "value_counts", 110: "null_value_counts",
-                 137: "nan_value_counts", 111: "distinct_counts", 125: "lower_bounds",
-                 128: "upper_bounds"}
+METRIC_FIELDS = {fid: name for fid, name, *_ in METRIC_MAPS}
 """Field ID -> name of the ``data_file`` metric maps, in :class:`DataFile` order."""
 FILTER_METRICS = frozenset({109, 110, 137, 125, 128})
 """The maps a metrics evaluator reads: value, null and NaN counts and the bounds."""
@@ -87,48 +87,48 @@ NO_STATS = Stats(frozenset())
 """No metric maps (each is None)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledEntries:
-    """A compiled reader of one manifest layout, and how to turn its rows into entries."""
-
-    reader: BlockReader
-    """Rows of: status, snapshot ID, sequence number, file sequence number, then the
-    ``data_file`` fields content, file_path, file_format, partition, record_count,
-    file_size_in_bytes, the metric maps (:data:`METRIC_FIELDS` order), key_metadata,
-    split_offsets, equality_ids and sort_order_id; None where the manifest has no such field
-    or the map was left out."""
-    has_sequence_numbers: bool
-
-
 _COMPILED: dict[tuple[str, PartitionSpec | None, int, Stats, bool, bool, bool],
-                CompiledEntries] = {}
+                BlockReader | str] = {}
+"""Compiled readers by layout, or why the layout cannot be compiled."""
 _COMPILED_LIMIT = 64
 _COMPILED_LOCK = threading.Lock()
 
 
 def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats, *,
                      gated: bool, location: str, checked: bool = False,
-                     files_only: bool = False) -> CompiledEntries:
+                     files_only: bool = False) -> BlockReader:
     """The compiled reader of a manifest's writer ``schema`` (``UnsupportedFeature`` when the
     schema cannot be compiled), applying a partition gate if ``gated`` and a metrics filter if
     ``checked``; with ``files_only``, its blocks are lists of the live entries' data files
-    (for planners that need nothing else of an entry). Cached by layout: the manifests of a
-    table share a few, and generating a reader costs a few milliseconds. Only code is cached,
-    never data."""
+    (for planners that need nothing else of an entry), else of entries. Cached by layout (a
+    layout that cannot be compiled too): the manifests of a table share a few, and generating
+    a reader costs a few milliseconds. Only code is cached, never data.
+
+    A reader's rows are first: status, snapshot ID, sequence number, file sequence number,
+    then the ``data_file`` fields content, file_path, file_format, partition, record_count,
+    file_size_in_bytes, the metric maps (:data:`METRIC_FIELDS` order), key_metadata,
+    split_offsets, equality_ids and sort_order_id; None where the manifest has no such field
+    or the map was left out; its finish (:func:`_finish`) turns them into entries."""
     key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
            files_only)
     found = _COMPILED.get(key)
     if found is None:
-        found = _compile(schema, spec, spec_id, stats, (gated, checked, files_only), location)
+        try:
+            found = _compile(schema, spec, spec_id, stats, (gated, checked, files_only),
+                             location)
+        except UnsupportedFeature as e:
+            found = str(e)  # remembered: the next manifest of this layout fails at once
         with _COMPILED_LOCK:
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
             _COMPILED[key] = found
+    if isinstance(found, str):
+        raise UnsupportedFeature(found)
     return found
 
 
 def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats,  # noqa: PLR0917
-             filters: tuple[bool, bool, bool], location: str) -> CompiledEntries:
+             filters: tuple[bool, bool, bool], location: str) -> BlockReader:
     gated, checked, files_only = filters
     layout = EntryDecoder(schema, spec, spec_id, location)
     top, df = layout.top_names, layout.data_file_names
@@ -158,13 +158,12 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
         wanted[path] = None
         pairs[path] = stats.columns
     wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None})
-    reader = compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
-                            finish=_finish(3 in top, spec_id, checked, files_only))
-    return CompiledEntries(reader, 3 in top)
+    return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
+                          finish=_finish(3 in top, spec_id, checked, files_only))
 
 
 def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
-    """Each row (see :class:`CompiledEntries`) to a :class:`ManifestEntry` (or, with
+    """Each row (see :func:`compiled_entries`) to a :class:`ManifestEntry` (or, with
     ``files_only``, its :class:`DataFile`), inlined into the reader: *Sequence Number
     Inheritance*, DELETED entries and the metrics filter (the reader's ``ctx``: see
     :func:`compiled_entry_blocks`), then the checks :class:`DataFile` makes."""
@@ -244,9 +243,9 @@ class _RowMetrics:
         self.upper_bounds: Mapping[int, bytes] | None = None
 
 
-def compiled_entry_blocks(entries: CompiledEntries,  # noqa: PLR0917 - one caller
+def compiled_entry_blocks(reader: BlockReader,  # noqa: PLR0917 - one caller
                           blocks: Iterator[tuple[int, bytes]],
-                          manifest: ManifestFile, spec_id: int,
+                          manifest: ManifestFile,
                           gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
                           counter: list[int],
                           metrics_filter: Callable[[FileMetrics], bool | None] | None = None, *,
@@ -256,11 +255,10 @@ def compiled_entry_blocks(entries: CompiledEntries,  # noqa: PLR0917 - one calle
     their file record is built) and, with ``discard_deleted``, DELETED ones."""
     ctx = (manifest.added_snapshot_id, manifest.sequence_number, manifest.sequence_number == 0,
            metrics_filter, _RowMetrics(), discard_deleted)
-    del spec_id  # compiled into the reader
 
     def counted() -> Iterator[tuple[int, bytes]]:
         for count, data in blocks:
             counter[0] += count
             yield count, data
 
-    yield from read_blocks(entries.reader, counted(), gate, location, ctx)
+    yield from read_blocks(reader, counted(), gate, location, ctx)
