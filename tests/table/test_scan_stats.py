@@ -7,6 +7,7 @@ from typing import Any
 
 from icepark.spec.types import LONG
 from icepark.spec.values import to_bytes
+from icepark.table.incremental import IncrementalAppendScan
 from icepark.table.scan import presence_columns
 from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
 
@@ -99,3 +100,6 @@ def test_identity_partition_sources_keep_their_counts(tmp_path: Path) -> None:
     assert tasks["g"].value_counts == {2: 5} and tasks["g"].null_value_counts == {2: 0}
     assert tasks["g"].column_sizes is None
     assert presence_columns(t.metadata, t.metadata.schema()) == frozenset({2})
+    incremental = IncrementalAppendScan(t.metadata, t.io, t.current().parent_snapshot_id)
+    [appended] = [x.data_file for x in incremental.plan_files_iter()]  # the same, appended
+    assert appended.value_counts == {2: 5} and appended.column_sizes is None

@@ -268,6 +268,28 @@ def visit(expr: BoundExpr, visitor: BoundVisitor[T]) -> T:
             return visitor.predicate(expr)
 
 
+class _Refs(BoundVisitor[set[int]]):
+    def always_true(self) -> set[int]:
+        return set()
+
+    def always_false(self) -> set[int]:
+        return set()
+
+    def and_(self, left: set[int], right: set[int]) -> set[int]:
+        return left | right
+
+    def or_(self, left: set[int], right: set[int]) -> set[int]:
+        return left | right
+
+    def predicate(self, p: BoundPredicate) -> set[int]:
+        return {p.field_id}
+
+
+def referenced_ids(expr: BoundExpr) -> set[int]:
+    """The field IDs a bound expression (NOT rewritten away) reads."""
+    return visit(expr, _Refs())
+
+
 def bind(expr: Expr, schema: Schema, case_sensitive: bool = True) -> BoundExpr:
     """Resolve every column of ``expr`` in ``schema``, convert its literals and simplify; the
     result has no ``BoundNot``.

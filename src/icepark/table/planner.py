@@ -36,11 +36,10 @@ from icepark.expressions import (
     bind,
     inclusive_projection,
     partition_evaluator,
+    referenced_ids,
     rewrite_not,
     unbind,
-    visit,
 )
-from icepark.expressions.bound import BoundPredicate, BoundVisitor
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest_reader import ALL_STATS, Stats
@@ -54,7 +53,8 @@ from icepark.spec.manifest import (
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
-from icepark.spec.schema import Schema
+from icepark.spec.schema import Schema, index_by_id
+from icepark.spec.types import PrimitiveType
 from icepark.table.delete_index import DeleteIndex, column_types, equality_metrics_only
 from icepark.table.metrics_prefilter import metrics_prefilter
 from icepark.table.tasks import (
@@ -92,6 +92,21 @@ _RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memor
 _NO_DELETES = DeleteIndex.build(())
 
 
+def presence_columns(metadata: TableMetadata, schema: Schema) -> frozenset[int]:
+    """The columns whose metrics tell a reader whether a data file stores them: the sources of
+    identity partition fields (a file without the column reads its partition value) and the
+    columns with an ``initial-default`` ("the value for the field that is used when reading
+    data files that were written before the field was added"), with their nested fields."""
+    ids = {f.source_id for spec in metadata.partition_specs for f in spec.fields
+           if f.transform.is_identity}
+    for fid, f in index_by_id(schema).items():
+        if f.initial_default is not None:
+            ids.add(fid)
+            if not isinstance(f.field_type, PrimitiveType):
+                ids.update(index_by_id(f.field_type))
+    return frozenset(ids)
+
+
 class ManifestPlanner:
     """The filter of one scan applied to manifests and their entries, with its evaluators
     cached per partition spec and its residuals per partition."""
@@ -105,11 +120,12 @@ class ManifestPlanner:
         bound = rewrite_not(bind(row_filter, schema, case_sensitive))  # unknown columns fail
         self.always_true = isinstance(bound, AlwaysTrue)
         self.include_column_stats = include_column_stats
-        refs: set[int] = visit(bound, _Refs())
+        refs = referenced_ids(bound)
         self.filter_columns = frozenset(refs)
         """The columns the filter reads: their metrics are decoded to evaluate it."""
-        self.stats_columns = frozenset(stats_columns)
-        """More columns whose metrics the caller wants in the planned files."""
+        self.stats_columns = frozenset(stats_columns) | presence_columns(metadata, schema)
+        """More columns whose metrics the planned files keep: the caller's, and the
+        :func:`presence_columns`, by which readers tell whether a file stores a column."""
         self._unbound = unbind(bound)
         self.specs = {s.spec_id: s for s in metadata.partition_specs}
         self._unpartitioned = frozenset(s.spec_id for s in metadata.partition_specs
@@ -349,22 +365,3 @@ class ManifestPlanner:
             results = (self.tasks(m, index, added_by) for m in data)
         for tasks in results:
             yield from tasks
-
-
-class _Refs(BoundVisitor[set[int]]):
-    """The column IDs a bound filter reads."""
-
-    def always_true(self) -> set[int]:
-        return set()
-
-    def always_false(self) -> set[int]:
-        return set()
-
-    def and_(self, left: set[int], right: set[int]) -> set[int]:
-        return left | right
-
-    def or_(self, left: set[int], right: set[int]) -> set[int]:
-        return left | right
-
-    def predicate(self, p: BoundPredicate) -> set[int]:
-        return {p.field_id}

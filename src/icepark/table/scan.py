@@ -60,7 +60,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot
 from icepark.spec.types import NestedField, PrimitiveType, StructType
-from icepark.table.planner import ManifestPlanner
+from icepark.table.planner import ManifestPlanner, presence_columns
 from icepark.table.tasks import CombinedScanTask, FileScanTask, plan_tasks, split_settings
 
 __all__ = ["ManifestPlanner", "TableScan", "as_expr", "presence_columns", "scan_schema",
@@ -151,21 +151,6 @@ def select_columns(schema: Schema, names: Sequence[str], case_sensitive: bool = 
     kept = index_by_id(StructType(fields))
     return Schema(fields, schema.schema_id,
                   tuple(i for i in schema.identifier_field_ids if i in kept))
-
-
-def presence_columns(metadata: TableMetadata, schema: Schema) -> frozenset[int]:
-    """The columns whose metrics tell a reader whether a data file stores them: the sources of
-    identity partition fields (a file without the column reads its partition value) and the
-    columns with an ``initial-default`` ("the value for the field that is used when reading
-    data files that were written before the field was added"), with their nested fields."""
-    ids = {f.source_id for spec in metadata.partition_specs for f in spec.fields
-           if f.transform.is_identity}
-    for fid, f in index_by_id(schema).items():
-        if f.initial_default is not None:
-            ids.add(fid)
-            if not isinstance(f.field_type, PrimitiveType):
-                ids.update(index_by_id(f.field_type))
-    return frozenset(ids)
 
 
 def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
@@ -303,9 +288,8 @@ class TableScan:
         and of ``stats_columns`` (column IDs) only, their other metrics None; with
         ``include_column_stats`` every metric map of every column. Decoding every column's
         metrics is most of the cost of reading a manifest. Delete files keep all of theirs."""
-        columns = presence_columns(self.metadata, self.schema()) | frozenset(stats_columns)
         planner = self.planner(include_column_stats=include_column_stats,
-                               stats_columns=columns)
+                               stats_columns=stats_columns)
         snapshot = self._snapshot
         if snapshot is None:
             return iter(())
