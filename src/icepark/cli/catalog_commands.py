@@ -172,9 +172,9 @@ def drop(args: argparse.Namespace, out: Output) -> int:
 
 def rename(args: argparse.Namespace, out: Output) -> int:
     catalog = open_catalog(args)
-    table = catalog.rename_table(table_identifier(args.source),
-                                 table_identifier(args.destination))
-    source = show(table_identifier(args.source))
+    ident = table_identifier(args.source)
+    table = catalog.rename_table(ident, table_identifier(args.destination))
+    source = show(ident)
     out.document({"renamed": source, "to": table.name},
                  f"renamed table {source} to {table.name}")
     return 0

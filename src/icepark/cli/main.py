@@ -11,7 +11,6 @@ traceback.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import traceback
 from collections.abc import Sequence
@@ -142,9 +141,7 @@ def _quickstart(args: argparse.Namespace, out: Output) -> int:
     summary = (quickstart.__doc__ or "").strip().split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="icepark quickstart", description=summary)
     quickstart.add_arguments(parser)
-    namespace = copy.copy(args)
-    del namespace.extra
-    return quickstart.run(parser.parse_args(args.extra, namespace=namespace))
+    return quickstart.run(parser.parse_args(args.extra, namespace=args))
 
 
 def _metadata(args: argparse.Namespace, out: Output) -> int:

@@ -29,7 +29,6 @@ rest of the warehouse is left alone. Exit status 0, or 1 when a reader disagrees
 from __future__ import annotations
 
 import argparse
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 import icepark
 from icepark.cli.quickstart_check import compare_peers, spark_aggregates
 from icepark.cli.quickstart_data import SCHEMA, count_kind, events
-from icepark.cli.quickstart_report import Report, rows, timed
-from icepark.cli.spark_session import quiet_console
+from icepark.cli.quickstart_report import Report, timed
+from icepark.cli.render import count
+from icepark.cli.spark_session import started_session
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.types import STRING
 
@@ -68,19 +68,16 @@ def _row_count(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The quickstart's options (``--warehouse`` and ``--json`` are reused when the parser
-    already has them as global options of the ``icepark`` command)."""
+    """The quickstart's options."""
     parser.add_argument("--rows", type=_row_count, default=2_000_000, metavar="N",
                         help="events to generate (default: 2,000,000); 80%% are ingested, "
                              "20%% appended, then 5%% more after the partition spec changes")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
-    with contextlib.suppress(argparse.ArgumentError):
-        parser.add_argument("--warehouse", metavar="DIR", default=None,
-                            help="warehouse folder (default: ./warehouse), with the SQLite "
-                                 "catalog in DIR/catalog.db")
-    with contextlib.suppress(argparse.ArgumentError):
-        parser.add_argument("--json", action="store_true", default=False,
-                            help="print one JSON summary document instead of the report")
+    parser.add_argument("--warehouse", metavar="DIR", default=None,
+                        help="warehouse folder (default: ./warehouse), with the SQLite "
+                             "catalog in DIR/catalog.db")
+    parser.add_argument("--json", action="store_true", default=False,
+                        help="print one JSON summary document instead of the report")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,28 +86,19 @@ def run(args: argparse.Namespace) -> int:
     warehouse = Path(getattr(args, "warehouse", None) or "warehouse").resolve()
     total = int(args.rows)
     sizes = (total * 4 // 5, total - total * 4 // 5, max(total // 20, 1))
-    report.text(f"icepark quickstart: {rows(sum(sizes))} of events into {TABLE}")
+    report.text(f"icepark quickstart: {count(sum(sizes), 'row')} of events into {TABLE}")
+    verbose = bool(getattr(args, "verbose", False))
     with timed() as elapsed:
         warehouse.mkdir(parents=True, exist_ok=True)
         catalog = icepark.load_catalog(CATALOG, type="sql",
                                        uri=f"sqlite:///{warehouse / 'catalog.db'}",
                                        warehouse=str(warehouse))
-        from icepark.spark.session import build_session  # noqa: PLC0415 - starts a JVM
-
-        verbose = bool(getattr(args, "verbose", False))
-        level = "WARN" if verbose else "ERROR"
-        with quiet_console(verbose):  # the JVM's start-up chatter is not part of the report
-            spark = build_session(master=args.master, app_name="icepark-quickstart",
-                                  config={"spark.ui.enabled": "false",
-                                          "spark.log.level": level})
-            spark.sparkContext.setLogLevel(level)
-    report.step("setup", f"Spark {spark.version} on {args.master}, SQLite catalog, "
-                f"{warehouse}", elapsed())
-    try:
-        return _Run(report, spark, warehouse, sizes).pipeline(catalog)
-    finally:
-        with quiet_console(verbose):
-            spark.stop()
+        # the JVM's start-up chatter is not part of the report
+        with started_session(args.master, "icepark-quickstart", verbose) as spark:
+            spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
+            report.step("setup", f"Spark {spark.version} on {args.master}, SQLite catalog, "
+                        f"{warehouse}", elapsed())
+            return _Run(report, spark, warehouse, sizes).pipeline(catalog)
 
 
 @dataclass
@@ -130,14 +118,14 @@ class _Run:
         table, replaced = _create(catalog)
         with timed() as elapsed:
             write(events(self.spark, 0, first), table, mode="append")
-        self.report.step("ingest", f"{rows(first)} {arrow} {_added_files(table)} files "
+        self.report.step("ingest", f"{count(first, 'row')} {arrow} {_added_files(table)} files "
                          f"({_spec_text(table.spec(), table)})", elapsed())
         if replaced:
             self.report.detail(f"(replaced the {TABLE} of an earlier run)")
 
         with timed() as elapsed:
             write(events(self.spark, first, later), table, mode="append")
-        self.report.step("append", f"{rows(later)} {arrow} {_added_files(table)} files, "
+        self.report.step("append", f"{count(later, 'row')} {arrow} {_added_files(table)} files, "
                          f"snapshot {len(table.snapshots())}", elapsed())
 
         with timed() as elapsed, table.update_schema() as update:
@@ -154,7 +142,7 @@ class _Run:
             write(events(self.spark, first + later, extra, version_field="os_version",
                          with_country=True), table, mode="append")
         self.report.step("partition", f"{_spec_text(table.specs()[0], table)} {arrow} "
-                         f"{_spec_text(table.spec(), table)}; {rows(extra)} {arrow} "
+                         f"{_spec_text(table.spec(), table)}; {count(extra, 'row')} {arrow} "
                          f"{_added_files(table)} files", elapsed())
         self.report.detail("older files keep their spec and are still planned with it")
         table = self.delete_and_history(table)
@@ -172,14 +160,14 @@ class _Run:
             (deleted.delete_files, "position delete file", ""),
             (deleted.removed_files, "data file", " removed"),
             (deleted.rewritten_files, "data file", " rewritten")) if n]
-        self.report.step("delete", f"{DELETE_FILTER}: {rows(deleted.deleted_rows)} "
+        self.report.step("delete", f"{DELETE_FILTER}: {count(deleted.deleted_rows, 'row')} "
                          f"{arrow} {', '.join(done) or 'nothing to do'}", elapsed())
 
         snapshots = sorted(table.snapshots(), key=lambda s: s.sequence_number)
         with timed() as elapsed:
             then = read(self.spark, table, snapshot_id=snapshots[0].snapshot_id).count()
         self.report.step("history", f"{len(snapshots)} snapshots; a time-travel read of "
-                         f"snapshot 1 finds {rows(then)}", elapsed())
+                         f"snapshot 1 finds {count(then, 'row')}", elapsed())
         for number, snapshot in enumerate(snapshots, 1):
             self.report.detail(_snapshot_line(number, snapshot))
         self.summary["rows"] = {"deleted": deleted.deleted_rows, "at_first_snapshot": then}
@@ -199,7 +187,7 @@ class _Run:
                                     GROUP_BY, SUMS)
         right = ours["rows"] == expected
         kinds = ", ".join(f"{v} {c:,}" for v, c in ours["groups"]["kind"])
-        self.report.step("read", f"icepark (Spark): {rows(ours['rows'])} now"
+        self.report.step("read", f"icepark (Spark): {count(ours['rows'], 'row')} now"
                          f"{'' if right else f', NOT the {expected:,} expected'}; {kinds}",
                          elapsed(), "ok" if right else "fail")
         agree, peers = compare_peers(self.report, table.metadata_location, ours,
@@ -258,16 +246,16 @@ def _snapshot_line(number: int, snapshot: Any) -> str:
     summary = snapshot.summary
     props = summary.properties if summary else {}
 
-    def count(key: str) -> int:
+    def total(key: str) -> int:
         return int(props.get(key, "0"))
 
-    changes = [f"{sign}{count(key):,} {what}" for key, sign, what in (
+    changes = [f"{sign}{total(key):,} {what}" for key, sign, what in (
         ("added-records", "+", "rows"), ("deleted-records", "-", "rows"),
-        ("added-position-deletes", "+", "position deletes")) if count(key)]
+        ("added-position-deletes", "+", "position deletes")) if total(key)]
     operation = str(summary.operation) if summary else "?"
     return (f"{number}. {snapshot.snapshot_id:<20} {operation:<9} "
             f"{', '.join(changes) or 'no row changes':<26} total "
-            f"{rows(count('total-records'))} in {count('total-data-files'):,} files")
+            f"{count(total('total-records'), 'row')} in {total('total-data-files'):,} files")
 
 
 __all__ = ["add_arguments", "run"]

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import icepark
-from icepark.cli.quickstart_report import Report, rows
+from icepark.cli.quickstart_report import Report
+from icepark.cli.render import count
 from icepark.errors import ValidationError
 
 PEER_SCRIPT = Path(icepark.__file__).resolve().parents[2] / "tools" / "peer_read.py"
@@ -99,7 +100,7 @@ def compare_peers(report: Report, metadata_location: str, ours: dict[str, Any], 
             continue
         wrong = differences(found, ours)
         agree = not wrong and agree is not False
-        detail = (f"{rows(found['rows'])}, same counts per {' and '.join(group_by)}, same "
+        detail = (f"{count(found['rows'], 'row')}, same counts per {' and '.join(group_by)}, same "
                   f"sum({', '.join(sums)})" if not wrong
                   else "DISAGREES with icepark: " + "; ".join(wrong))
         report.step(name, detail, found.get("seconds"), "fail" if wrong else "ok")

@@ -9,8 +9,6 @@ Lines use ``✓``/``✗``/``-`` and ``→`` when stdout can encode them, and pla
 >>> out
 ['+ ingest      1,600 rows -> 4 files                                               6.1 s', \
 '                day(ts)']
->>> rows(1234567)
-'1,234,567 rows'
 """
 
 from __future__ import annotations
@@ -34,10 +32,6 @@ def stdout_is_unicode() -> bool:
     return True
 
 
-def rows(n: int) -> str:
-    return f"{n:,} row" + ("" if n == 1 else "s")
-
-
 class Report:
     """Collects the steps; prints them as they finish (text) or at the end (``as_json``)."""
 
@@ -47,7 +41,6 @@ class Report:
         self._write = write
         self._unicode = stdout_is_unicode() if unicode is None else unicode
         self.steps: list[dict[str, Any]] = []
-        self.summary: dict[str, Any] = {}
 
     def mark(self, kind: str) -> str:
         unicode, ascii_mark = _MARKS[kind]
@@ -80,9 +73,8 @@ class Report:
 
     def finish(self, summary: Mapping[str, Any]) -> None:
         """With ``as_json``, print the one JSON document: the steps plus ``summary``."""
-        self.summary = {**summary, "steps": self.steps}
         if self.as_json:
-            self._write(json.dumps(self.summary, indent=2, sort_keys=True))
+            self._write(json.dumps({**summary, "steps": self.steps}, indent=2, sort_keys=True))
 
 
 @contextmanager
@@ -92,4 +84,4 @@ def timed() -> Iterator[Callable[[], float]]:
     yield lambda: perf_counter() - start
 
 
-__all__ = ["Report", "rows", "stdout_is_unicode", "timed"]
+__all__ = ["Report", "stdout_is_unicode", "timed"]

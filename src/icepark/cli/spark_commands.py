@@ -22,7 +22,7 @@ from icepark.cli.catalog_options import open_catalog
 from icepark.cli.data_inputs import FORMATS, resolve_inputs
 from icepark.cli.render import Output, count
 from icepark.cli.spark_session import add_spark_options, read_inputs, spark_session
-from icepark.cli.table_commands import spec_text
+from icepark.cli.table_commands import load, spec_text
 from icepark.errors import NoSuchTable, ValidationError
 from icepark.expressions import bind, parse
 from icepark.spec.schema import Schema
@@ -128,8 +128,7 @@ def ingest(args: argparse.Namespace, out: Output) -> int:
     snapshot = table.current_snapshot()
     summary = dict(snapshot.summary.properties) if snapshot and snapshot.summary else {}
     files, rows = int(summary.get("added-data-files", 0)), int(summary.get("added-records", 0))
-    seconds = time.monotonic() - start
-    out.progress(f"wrote {count(files, 'file')}, {count(rows, 'row')} in {seconds:.1f} s")
+    out.progress(f"wrote {count(files, 'file')}, {count(rows, 'row')} in {_seconds(start)}")
     out.document({"table": table.name, "created": created, "mode": args.mode,
                   "snapshot_id": snapshot.snapshot_id if snapshot else None,
                   "added_data_files": files, "added_records": rows,
@@ -146,7 +145,7 @@ def _checked_filter(table: Table, where: str, schema: Schema | None = None) -> N
 
 
 def query(args: argparse.Namespace, out: Output) -> int:
-    table = open_catalog(args).load_table(table_identifier(args.table))
+    table = load(args)
     columns = ([c.strip() for c in args.columns.split(",") if c.strip()]
                if args.columns else None)
     as_of = parse_timestamp_ms(args.as_of, "--as-of") if args.as_of else None
@@ -181,7 +180,7 @@ def query(args: argparse.Namespace, out: Output) -> int:
 
 
 def delete(args: argparse.Namespace, out: Output) -> int:
-    table = open_catalog(args).load_table(table_identifier(args.table))
+    table = load(args)
     _checked_filter(table, args.where)
     start = time.monotonic()
     with spark_session(args, out) as spark:

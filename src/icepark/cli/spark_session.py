@@ -13,7 +13,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from icepark.cli.arguments import key_values
@@ -61,21 +61,32 @@ def quiet_console(verbose: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def spark_session(args: argparse.Namespace, out: Output) -> Iterator[SparkSession]:
-    """A local (or ``--master``) Spark session for one command, stopped afterwards."""
+def started_session(master: str, app_name: str, verbose: bool,
+                    conf: Mapping[str, str] | None = None) -> Iterator[SparkSession]:
+    """A Spark session with the UI off and the JVM's log at ``WARN`` (``verbose``) or
+    ``ERROR`` (``conf`` wins), stopped afterwards; the JVM's console output while it starts and
+    stops is not the command's (see :func:`quiet_console`)."""
     from icepark.spark.session import build_session  # noqa: PLC0415 - imports pyspark
 
-    config = {**_DEFAULT_CONF, "spark.log.level": "WARN" if args.verbose else "ERROR",
-              **key_values(getattr(args, "spark_conf", []), "--spark-conf")}
-    master = getattr(args, "master", None) or os.environ.get(MASTER_ENV) or "local[*]"
-    out.progress(f"starting Spark ({master})...")
-    with quiet_console(args.verbose):
-        session = build_session(master=master, app_name="icepark-cli", config=config)
+    config = {**_DEFAULT_CONF, "spark.log.level": "WARN" if verbose else "ERROR",
+              **(conf or {})}
+    with quiet_console(verbose):
+        session = build_session(master=master, app_name=app_name, config=config)
     try:
         yield session
     finally:
-        with quiet_console(args.verbose):
+        with quiet_console(verbose):
             session.stop()
+
+
+@contextlib.contextmanager
+def spark_session(args: argparse.Namespace, out: Output) -> Iterator[SparkSession]:
+    """A local (or ``--master``) Spark session for one command, stopped afterwards."""
+    conf = key_values(getattr(args, "spark_conf", []), "--spark-conf")
+    master = getattr(args, "master", None) or os.environ.get(MASTER_ENV) or "local[*]"
+    out.progress(f"starting Spark ({master})...")
+    with started_session(master, "icepark-cli", args.verbose, conf) as session:
+        yield session
 
 
 def read_inputs(spark: SparkSession, inputs: DataInputs) -> DataFrame:
