@@ -101,7 +101,6 @@ def bench(rows: int, files: int, repeat: int) -> tuple[list[tuple[str, float, in
         for mode in ("merge-on-read", "copy-on-write"):
             table.set_properties({"write.delete.mode": mode})
             table.refresh()
-            base = table.metadata.current_snapshot_id or base
             seconds, result = _best(lambda: delete_rows(spark, table, FILTER), repeat, reset)
             if result.deleted_rows != expected:
                 raise AssertionError(f"{mode}: deleted {result.deleted_rows} rows, Spark "

@@ -156,21 +156,17 @@ def bench(rows: int, cases: tuple[str, ...] = CASES,
             count = df.count()  # materialize the cache
             schema = to_iceberg(df.schema, fresh_ids=True)
             properties = {NATIVE_WRITER_PROPERTY: "false"} if case == "flat-python" else {}
+            spec = (PartitionSpecBuilder(schema).day("ts").bucket("id", 16).build()
+                    if case == "partitioned" else None)
+            table = catalog.create_table(f"db.{case.replace('-', '_')}", schema,
+                                         partition_spec=spec, properties=properties)
             baseline = df
-            options: dict[str, Any] = {}
-            if case == "partitioned":
-                spec = PartitionSpecBuilder(schema).day("ts").bucket("id", 16).build()
-                table = catalog.create_table(f"db.{case.replace('-', '_')}", schema,
-                                             partition_spec=spec, properties=properties)
+            by: list[str] | None = None
+            if spec is not None:
                 parts = partition_columns(table.spec(), table.schema(), df)
-                names = [f.name for f in table.spec().fields]
-                baseline = df.select("*", *parts).repartition(*names)
-                options["partitionBy"] = names
-            else:
-                table = catalog.create_table(f"db.{case.replace('-', '_')}", schema,
-                                             properties=properties)
+                by = [f.name for f in table.spec().fields]
+                baseline = df.select("*", *parts).repartition(*by)
             target = f"{root}/spark_{case}"
-            by = options.get("partitionBy")
 
             def spark_write(frame: Any = baseline, path: str = target,
                             by: list[str] | None = by) -> None:
