@@ -53,14 +53,14 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
-from icepark.expressions.bound import bind, rewrite_not
+from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark import delete_tasks
 from icepark.spark.data_files import write_data_files
 from icepark.spark.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
-from icepark.spark.filters import referenced_ids, spark_filter
+from icepark.spark.filters import spark_filter
 from icepark.spark.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.schema import read_columns
-from icepark.spark.write import JOB_ID_PROPERTY
+from icepark.spark.write import JOB_ID_PROPERTY, head_id
 from icepark.spark.write_tasks import RECORD_COLUMN, delete_job_files
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
@@ -182,8 +182,10 @@ def _plan(table: Table, expr: Expr, branch: str) -> _Plan | None:
     if not tasks:
         return None
     matches = FileFilter(metadata, expr)
-    whole = [t for t in tasks if matches.must_match(t.data_file)]
-    partial = [t for t in tasks if not matches.must_match(t.data_file)]
+    whole: list[FileScanTask] = []
+    partial: list[FileScanTask] = []
+    for t in tasks:
+        (whole if matches.must_match(t.data_file) else partial).append(t)
     return _Plan(schema, expr, F.lit(condition) if isinstance(condition, bool) else condition,
                  names or [schema.fields[0].name], whole, partial, head.snapshot_id)
 
@@ -195,12 +197,11 @@ def _scan(spark: SparkSession, table: Table, plan: _Plan,
                      condition=plan.condition, positions=True)
 
 
-def _matched_counts(scanned: ScanRows, rows: DataFrame | None = None) -> dict[str, int]:
-    """Rows per data file path of ``rows`` (default: ``scanned.rows``); files without any
-    are left out."""
+def _matched_counts(scanned: ScanRows) -> dict[str, int]:
+    """Rows per data file path of ``scanned.rows``; files without any are left out."""
     if not scanned.files:
         return {}
-    counted = (scanned.rows if rows is None else rows).groupBy(FILE_NUMBER).count().collect()
+    counted = scanned.rows.groupBy(FILE_NUMBER).count().collect()
     return {scanned.files[row[0]].file_path: int(row[1]) for row in counted}
 
 
@@ -224,7 +225,8 @@ def _delete_whole_files(table: Table, plan: _Plan, removed: Sequence[FileScanTas
      .validate_no_conflicting_appends(plan.head_id, plan.expr)
      .isolation_level(isolation_level(table.metadata.properties, DELETE_ISOLATION_LEVEL))
      .commit())
-    return DeleteResult(plan.deleted_rows(counts), len(removed), 0, 0, _head_id(table, branch))
+    return DeleteResult(plan.deleted_rows(counts), len(removed), 0, 0,
+                        head_id(table.metadata, branch))
 
 
 def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
@@ -258,7 +260,7 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
         written.abort(table.io)
         raise
     return DeleteResult(plan.deleted_rows(counts), len(removed), len(rewritten), 0,
-                        _head_id(table, branch))
+                        head_id(table.metadata, branch))
 
 
 def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
@@ -304,7 +306,7 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     except BaseException:
         delete_job_files(table.io, task.data_path, task.job_id, [f.file_path for f in files])
         raise
-    return DeleteResult(deleted, len(removed), 0, len(files), _head_id(table, branch))
+    return DeleteResult(deleted, len(removed), 0, len(files), head_id(table.metadata, branch))
 
 
 def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
@@ -344,11 +346,6 @@ def _sorted_positions(spark: SparkSession, scanned: ScanRows, plan: _Plan,
             .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
             .select(GROUP_COLUMN, "file_path", F.col(ROW_POSITION).alias("pos"),
                     WHOLE_COLUMN))
-
-
-def _head_id(table: Table, branch: str) -> int | None:
-    head = branch_head(table.metadata, branch)
-    return None if head is None else head.snapshot_id
 
 
 __all__ = ["COPY_ON_WRITE", "DELETE_MODE", "MERGE_ON_READ", "DeleteResult", "delete_mode",

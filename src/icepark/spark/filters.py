@@ -35,7 +35,7 @@ from icepark.expressions.bound import (
     visit,
 )
 from icepark.expressions.expr import Op
-from icepark.spec.schema import Schema, index_parents
+from icepark.spec.schema import Schema
 from icepark.spec.types import TypeId
 
 from .schema import quote
@@ -50,11 +50,6 @@ def spark_filter(expr: BoundExpr, schema: Schema) -> Column | bool:
     return visit(expr, _ToSpark(schema))
 
 
-def referenced_ids(expr: BoundExpr) -> set[int]:
-    """The field IDs a bound expression reads."""
-    return visit(expr, _Refs())
-
-
 def field_column(schema: Schema, field_id: int) -> Column:
     """The Column of a (struct-nested) field of ``schema``, by ID."""
     parts = field_path(schema, field_id)
@@ -62,23 +57,6 @@ def field_column(schema: Schema, field_id: int) -> Column:
     for part in parts[1:]:
         col = col.getField(part)
     return col
-
-
-class _Refs(BoundVisitor[set[int]]):
-    def always_true(self) -> set[int]:
-        return set()
-
-    def always_false(self) -> set[int]:
-        return set()
-
-    def and_(self, left: set[int], right: set[int]) -> set[int]:
-        return left | right
-
-    def or_(self, left: set[int], right: set[int]) -> set[int]:
-        return left | right
-
-    def predicate(self, p: BoundPredicate) -> set[int]:
-        return {p.field_id}
 
 
 class _ToSpark(BoundVisitor[Column | bool]):
@@ -116,12 +94,11 @@ class _ToSpark(BoundVisitor[Column | bool]):
 
 def field_path(schema: Schema, field_id: int) -> list[str]:
     """The names on the path from the schema root to a (struct-nested) field."""
-    parents = index_parents(schema)
     names = []
     current: int | None = field_id
     while current is not None:
         names.append(schema.find_field(current).name)
-        current = parents.get(current)
+        current = schema.parent_id(current)
     return names[::-1]
 
 

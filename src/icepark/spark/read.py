@@ -33,7 +33,7 @@ from typing import Protocol
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
-from icepark.expressions.bound import bind, rewrite_not
+from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType
@@ -41,7 +41,7 @@ from icepark.table.incremental import IncrementalAppendScan
 from icepark.table.table import Table
 from icepark.table.tasks import FileScanTask
 
-from .filters import field_path, referenced_ids, spark_filter
+from .filters import spark_filter
 from .scan_rows import scan_rows
 from .schema import quote, read_columns, to_spark
 
@@ -92,7 +92,8 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan) -> DataFrame:
     bound = rewrite_not(bind(scan.row_filter, full, scan.case_sensitive))
     condition = spark_filter(bound, full)  # fails early on untranslatable predicates
     names = [*scan.selected_fields,
-             *sorted(".".join(field_path(full, i)) for i in referenced_ids(bound))]
+             *sorted(n for i in referenced_ids(bound)
+                     if (n := full.find_column_name(i)) is not None)]
     tasks = list(scan.plan_files())
     if not tasks or condition is False:
         return spark.createDataFrame([], to_spark(projection))

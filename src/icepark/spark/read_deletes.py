@@ -39,7 +39,7 @@ from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.schema import Schema
 from icepark.table.scan import select_columns
 
-from .filters import field_column, field_path
+from .filters import field_column
 from .paths import file_key, spark_file_paths, spark_location
 from .schema import FIELD_ID, read_schema
 
@@ -152,7 +152,8 @@ def _apply_equality(spark: SparkSession, df: DataFrame, schema: Schema, *,
         raise ValidationError(f"Equality delete column {missing[0]} is not in the read schema")
     # the delete file's columns, read by ID with the data's types (nested ones in their
     # structs), then flat and uniquely named
-    pruned = select_columns(schema, [".".join(field_path(schema, i)) for i in equality_ids])
+    pruned = select_columns(schema, [n for i in equality_ids
+                                     if (n := schema.find_column_name(i)) is not None])
     names = [f"__icepark_eq{fid}" for fid in equality_ids]
     pairs = [(delete_ids[d], scope) for chosen, scope in scopes.items() for d in chosen]
     scope_df = spark.createDataFrame(pairs, f"{_DELETE_ID} int, __icepark_dscope int")

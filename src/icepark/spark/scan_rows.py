@@ -37,14 +37,13 @@ from icepark.errors import UnsupportedFeature
 from icepark.io.name_mapping import name_mapping_from_properties
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.schema import Schema, index_parents
+from icepark.spec.schema import Schema
 from icepark.spec.types import NestedField
 from icepark.table.scan import select_columns
 from icepark.table.table import Table
 from icepark.table.tasks import FileScanTask
 from icepark.table.validation import may_apply
 
-from .filters import field_path
 from .paths import spark_file_paths, spark_location
 from .read_deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
 from .read_files import group_columns, group_files
@@ -138,7 +137,8 @@ def _with_equality_columns(metadata: TableMetadata, full: Schema, names: Sequenc
     still in the table by their names, those dropped from it as extra top-level columns typed
     as when they were last there."""
     present = sorted(i for i in equality_ids if full.field_by_id(i) is not None)
-    schema = select_columns(full, [*names, *(".".join(field_path(full, i)) for i in present)],
+    schema = select_columns(full, [*names, *(n for i in present
+                                             if (n := full.find_column_name(i)) is not None)],
                             case_sensitive)
     extras = [_dropped_field(metadata, fid) for fid in sorted(equality_ids - set(present))]
     return Schema((*schema.fields, *extras), schema.schema_id) if extras else schema
@@ -150,7 +150,7 @@ def _dropped_field(metadata: TableMetadata, field_id: int) -> NestedField:
         f = schema.field_by_id(field_id)
         if f is None:
             continue
-        if field_id in index_parents(schema):
+        if schema.parent_id(field_id) is not None:
             raise UnsupportedFeature(
                 f"Equality delete column {f.name!r} ({field_id}) was dropped from the table "
                 "while nested in a struct; the Spark read path cannot read it")
