@@ -286,7 +286,7 @@ class ArrowReader:
                     if d.content is FileContent.EQUALITY_DELETES and self._in_scope(d, task)]
         deleted = deleted_positions(cache, positional, data_file.file_path)
         eq_groups = equality_delete_groups(cache, equality)
-        constants = _identity_constants(task.spec, task.partition)
+        constants = identity_constants(task.spec, task.partition)
         with self._io.new_input(data_file.file_path).open() as f:
             parquet = pq.ParquetFile(f)
             columns = FileColumns(parquet.schema_arrow, self._mapping, data_file.file_path)
@@ -430,8 +430,8 @@ class _FilePlan:
         return arrays
 
 
-def _identity_constants(spec: PartitionSpec | None,
-                        partition: tuple[Any, ...]) -> dict[int, Any]:
+def identity_constants(spec: PartitionSpec | None,
+                       partition: tuple[Any, ...]) -> dict[int, Any]:
     """Values of identity-partitioned columns, for files that omit those columns."""
     if spec is None:
         return {}

@@ -20,7 +20,6 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
@@ -33,6 +32,7 @@ from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType
+from icepark.table.tasks import parallel_map
 
 FOOTER_THREADS = 8
 """How many footers the driver reads at once."""
@@ -55,8 +55,7 @@ def collect_data_files(  # noqa: PLR0917 - the job's directory, its files and th
                            sort_order_id)
     if not data:
         return []
-    with ThreadPoolExecutor(min(FOOTER_THREADS, len(data))) as pool:
-        found = list(pool.map(reader.read, data))
+    found = list(parallel_map(reader.read, data, min(FOOTER_THREADS, len(data))))
     return [f for f in found if f is not None]
 
 

@@ -28,7 +28,6 @@ Files with the same read schema and fills are read together, in one ``spark.read
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 from pyspark.sql import types as T  # noqa: N812
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import UnsupportedFeature
+from icepark.io.arrow_reader import identity_constants
 from icepark.io.fileio import FileIO
 from icepark.io.name_mapping import NameMapping, has_field_ids
 from icepark.io.projection import FileColumns, field_id_of
@@ -46,11 +46,11 @@ from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from icepark.table.tasks import parallel_map
 
 from .filters import spark_literal
+from .native_files import FOOTER_THREADS
 from .schema import FIELD_ID, quote, read_schema, to_spark_type
-
-_FOOTER_THREADS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +74,9 @@ def group_files(io: FileIO, files: Sequence[DataFile], schema: Schema,
     plans: list[tuple[DataFile, dict[int, Any], list[int]]] = []
     footers_needed: set[str] = set()
     for data_file in files:
-        constants = _identity_constants(specs.get(data_file.spec_id), data_file.partition,
-                                        reachable)
+        constants = {fid: v for fid, v in identity_constants(specs.get(data_file.spec_id),
+                                                              data_file.partition).items()
+                     if fid in reachable}
         candidates = {**defaults, **constants}
         undecided = [fid for fid in candidates if not _in_metrics(data_file, schema, fid)]
         if undecided or mapping is not None:
@@ -83,6 +84,9 @@ def group_files(io: FileIO, files: Sequence[DataFile], schema: Schema,
         plans.append((data_file, candidates, undecided))
 
     footers = _read_footers(io, sorted(footers_needed))
+    # the read schema by field ID is the same for every such file: built and keyed once
+    id_type = read_schema(schema)
+    id_key = id_type.json()
     groups: dict[tuple[str, bool, str], tuple[T.StructType, bool, dict[int, Any], list[str]]] = {}
     for data_file, candidates, undecided in plans:
         footer = footers.get(data_file.file_path)
@@ -91,9 +95,12 @@ def group_files(io: FileIO, files: Sequence[DataFile], schema: Schema,
                    if footer is not None and (undecided or by_name) else None)
         fills = {fid: candidates[fid] for fid in undecided
                  if columns is not None and columns.path(fid) is None}
-        read_type = (_without_ids(_by_name_struct(schema.as_struct(), columns.schema))
-                     if by_name and columns is not None else read_schema(schema))
-        key = (read_type.json(), by_name, repr(sorted(fills.items(), key=lambda kv: kv[0])))
+        if by_name and columns is not None:
+            read_type = _without_ids(_by_name_struct(schema.as_struct(), columns.schema))
+            type_key = read_type.json()
+        else:
+            read_type, type_key = id_type, id_key
+        key = (type_key, by_name, repr(sorted(fills.items(), key=lambda kv: kv[0])))
         groups.setdefault(key, (read_type, by_name, fills, []))[3].append(data_file.file_path)
     return [FileGroup(t, by_name, tuple(sorted(fills.items(), key=lambda kv: kv[0])),
                       tuple(paths))
@@ -104,9 +111,9 @@ def group_columns(group: FileGroup, schema: Schema) -> list[Column]:
     """The columns of ``schema`` (read layout, table names) from a group's read DataFrame."""
     fills = dict(group.fills)
     out = []
-    for f, s in zip(schema.fields, read_schema(schema).fields, strict=True):
+    for i, (f, s) in enumerate(zip(schema.fields, read_schema(schema).fields, strict=True)):
         if group.by_name:
-            name = group.read_type.fields[schema.fields.index(f)].name
+            name = group.read_type.fields[i].name
             col = F.col(quote(name)).cast(s.dataType)
         else:
             col = F.col(quote(f.name))
@@ -157,17 +164,6 @@ def _struct_fields(fields: Sequence[NestedField]) -> list[NestedField]:
     return out
 
 
-def _identity_constants(spec: PartitionSpec | None, partition: Sequence[Any],
-                        reachable: set[int]) -> dict[int, Any]:
-    if spec is None:
-        return {}
-    if len(partition) != len(spec.fields):
-        raise ValidationError(f"Partition tuple {tuple(partition)!r} does not match spec "
-                              f"{spec.spec_id} ({len(spec.fields)} fields)")
-    return {f.source_id: v for f, v in zip(spec.fields, partition, strict=True)
-            if f.transform.is_identity and f.source_id in reachable}
-
-
 def _in_metrics(data_file: DataFile, schema: Schema, field_id: int) -> bool:
     """Whether the file's metrics show it has the field (False: unknown)."""
     f = schema.field_by_id(field_id)
@@ -189,8 +185,8 @@ def _read_footers(io: FileIO, paths: Sequence[str]) -> dict[str, Any]:
 
     if not paths:
         return {}
-    with ThreadPoolExecutor(min(_FOOTER_THREADS, len(paths))) as pool:
-        return dict(zip(paths, pool.map(read, paths), strict=True))
+    return dict(zip(paths, parallel_map(read, paths, min(FOOTER_THREADS, len(paths))),
+                    strict=True))
 
 
 def _by_name_struct(t: StructType, arrow_fields: Any) -> T.StructType:
