@@ -48,10 +48,10 @@ from icepark.io.fileio import ArrowFileIO
 from icepark.io.name_mapping import NAME_MAPPING_PROPERTY, parse_name_mapping
 from icepark.spark.datasource_filters import translate
 from icepark.spark.datasource_options import ReadOptions
-from icepark.spark.schema import to_spark
+from icepark.spark.schema import has_uuid, to_spark
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.types import IcebergType, ListType, MapType, PrimitiveType, StructType, TypeId
+from icepark.spec.types import IcebergType, ListType, MapType, PrimitiveType, StructType
 from icepark.table.read import DataScan
 from icepark.table.tasks import CombinedScanTask
 
@@ -210,23 +210,11 @@ def spark_batch(batch: Any, schema: Schema, target: Any) -> Any:
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
-def _has_uuid(t: IcebergType) -> bool:
-    match t:
-        case PrimitiveType():
-            return t.type_id is TypeId.UUID
-        case StructType():
-            return any(_has_uuid(f.field_type) for f in t.fields)
-        case ListType():
-            return _has_uuid(t.element_type)
-        case _:
-            return _has_uuid(t.key_type) or _has_uuid(t.value_type)
-
-
 def _convert(arr: Any, t: IcebergType, target: Any) -> Any:
     """``arr`` (of Iceberg type ``t``) as Arrow type ``target``: a cast, except that uuids
     (no Arrow cast to their string form) are converted where they are, rebuilding the
     structs, lists and maps around them."""
-    if not _has_uuid(t):
+    if not has_uuid(t):
         return arr if arr.type == target else arr.cast(target)
     mask = arr.is_null() if arr.null_count else None
     match t:

@@ -49,13 +49,12 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
-from icepark.io.arrow_transforms import from_python_values
 from icepark.io.data_writer import ParquetWriteOptions
 from icepark.io.fileio import FileIO
 from icepark.spark.distribution import distributed
 from icepark.spark.native_files import collect_data_files, delete_tree
 from icepark.spark.partition_dirs import encode_column
-from icepark.spark.schema import quote, to_spark
+from icepark.spark.schema import default_column, quote, to_spark
 from icepark.spark.transforms import partition_columns
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
@@ -244,7 +243,7 @@ def _value(col: Column, f: NestedField, target: T.StructField, given: Any,
            path: str) -> Column:
     t = f.field_type
     if given is None:
-        value = _default(f, target.dataType)
+        value = default_column(f, target.dataType)
     elif isinstance(t, StructType):
         have = {g.name: g.dataType for g in given.fields}
         spark_struct = target.dataType
@@ -262,13 +261,6 @@ def _value(col: Column, f: NestedField, target: T.StructField, given: Any,
         message = f"Column {path!r} is required but has a null value"
         value = F.coalesce(value, F.raise_error(F.lit(message)).cast(target.dataType))
     return value
-
-
-def _default(f: NestedField, data_type: T.DataType) -> Column:
-    if f.write_default is None:
-        return F.lit(None).cast(data_type)
-    value = from_python_values([f.write_default], f.field_type).to_pylist()[0]
-    return F.lit(value).cast(data_type)
 
 
 __all__ = ["NATIVE_LEAF_TYPES", "NATIVE_WRITER_PROPERTY", "SPARK_PARQUET_SETTINGS",

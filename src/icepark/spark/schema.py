@@ -66,6 +66,7 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.io.arrow_transforms import from_python_values
 from icepark.spec.schema import Schema, SchemaVisitor, assign_fresh_ids, index_by_name, visit
 from icepark.spec.types import (
     BINARY,
@@ -392,7 +393,7 @@ def _convert_columns(schema: Schema, convert: Callable[[Column], Column],
     columns = []
     for f, spark_field in zip(schema.fields, target.fields, strict=True):
         col = F.col(quote(f.name))
-        if _has_uuid(f.field_type):
+        if has_uuid(f.field_type):
             col = _convert(col, f.field_type, spark_field.dataType, convert).alias(
                 f.name, metadata=spark_field.metadata)
         columns.append(col)
@@ -404,16 +405,30 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _has_uuid(t: IcebergType) -> bool:
+def default_column(f: NestedField, data_type: T.DataType) -> Column:
+    """A literal of ``f``'s ``write-default`` (null without one) as Spark type ``data_type``,
+    for a column the written rows lack; a uuid default is given as its string (table layout).
+    """
+    if f.write_default is None:
+        return F.lit(None).cast(data_type)
+    value = from_python_values([f.write_default], f.field_type).to_pylist()[0]
+    if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UUID:
+        value = str(value)
+    return F.lit(value).cast(data_type)
+
+
+def has_uuid(t: IcebergType) -> bool:
+    """Whether ``t`` is or holds a uuid, whose Spark layouts (read: 16 bytes, write: string)
+    differ and so need converting."""
     match t:
         case PrimitiveType():
             return t.type_id is TypeId.UUID
         case StructType():
-            return any(_has_uuid(f.field_type) for f in t.fields)
+            return any(has_uuid(f.field_type) for f in t.fields)
         case ListType():
-            return _has_uuid(t.element_type)
+            return has_uuid(t.element_type)
         case _:
-            return _has_uuid(t.key_type) or _has_uuid(t.value_type)
+            return has_uuid(t.key_type) or has_uuid(t.value_type)
 
 
 def _convert(col: Column, t: IcebergType, target: Any,
@@ -431,7 +446,7 @@ def _convert(col: Column, t: IcebergType, target: Any,
             fields = []
             for f, spark_field in zip(t.fields, target.fields, strict=True):
                 inner = col.getField(f.name)
-                if _has_uuid(f.field_type):
+                if has_uuid(f.field_type):
                     inner = _convert(inner, f.field_type, spark_field.dataType, convert)
                 fields.append(inner.alias(f.name, metadata=spark_field.metadata))
             return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*fields))
@@ -439,10 +454,10 @@ def _convert(col: Column, t: IcebergType, target: Any,
             element, element_target = t.element_type, target.elementType
             return F.transform(col, lambda e: _convert(e, element, element_target, convert))
         case MapType():
-            if _has_uuid(t.key_type):
+            if has_uuid(t.key_type):
                 key, key_target = t.key_type, target.keyType
                 col = F.transform_keys(col, lambda k, _: _convert(k, key, key_target, convert))
-            if _has_uuid(t.value_type):
+            if has_uuid(t.value_type):
                 value, value_target = t.value_type, target.valueType
                 col = F.transform_values(
                     col, lambda _, v: _convert(v, value, value_target, convert))

@@ -49,13 +49,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.arrow_transforms import from_python_values
 from icepark.io.manifest import read_manifest
 from icepark.spark.data_files import (
     collect_files,
@@ -66,12 +65,12 @@ from icepark.spark.data_files import (
 )
 from icepark.spark.distribution import DISTRIBUTION_MODE, distribution_mode
 from icepark.spark.native_write import NATIVE_WRITER_PROPERTY
-from icepark.spark.schema import quote, to_iceberg, to_spark_type
+from icepark.spark.schema import default_column, quote, to_iceberg, to_spark_type
 from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.spec.types import NestedField, PrimitiveType, TypeId
+from icepark.spec.types import PrimitiveType
 from icepark.table.snapshot_producer import branch_head, snapshot_manifests
 from icepark.table.table import Table
 from icepark.table.validation import as_expr
@@ -166,22 +165,13 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         target = to_spark_type(f.field_type)
         present = given.get(f.name)
         if present is None:
-            col = _default_column(f).cast(target)
+            col = default_column(f, target)
         else:
             col = F.col(quote(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
                 col = col.cast(target)
         columns.append(col.alias(f.name))
     return df.select(*columns)
-
-
-def _default_column(f: NestedField) -> Column:
-    if f.write_default is None:
-        return F.lit(None)
-    value = from_python_values([f.write_default], f.field_type).to_pylist()[0]
-    if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UUID:
-        value = str(value)
-    return F.lit(value)
 
 
 # ----------------------------------------------------------------------------- commit
