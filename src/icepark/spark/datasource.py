@@ -44,7 +44,6 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
-from icepark.catalog import BaseCatalog
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.spark.datasource_options import CatalogOptions, ReadOptions
@@ -69,9 +68,7 @@ class DataFilesMessage(WriterCommitMessage):
 class WriteOptions:
     """The parsed options of one write (plain values; the catalog is loaded where needed)."""
 
-    table: str
-    catalog_name: str
-    catalog_properties: Mapping[str, str]
+    catalog: CatalogOptions
     branch: str
     snapshot_properties: Mapping[str, str]
     overwrite_mode: str | None
@@ -88,14 +85,10 @@ class WriteOptions:
         if mode is not None and mode.lower() not in ("static", "dynamic"):
             raise ValidationError(f"Invalid overwrite-mode {mode!r}: use static or dynamic")
         return WriteOptions(
-            table=target.table, catalog_name=target.catalog_name,
-            catalog_properties=target.properties, branch=options.get("branch", MAIN_BRANCH),
+            catalog=target, branch=options.get("branch", MAIN_BRANCH),
             snapshot_properties=snapshot,
             overwrite_mode=None if mode is None else mode.lower(),
             overwrite_filter=options.get("overwrite-filter"))
-
-    def catalog(self) -> BaseCatalog:
-        return CatalogOptions(self.table, self.catalog_name, self.catalog_properties).load()
 
 
 class IcebergDataSource(DataSource):
@@ -123,7 +116,7 @@ class IcebergWriter(DataSourceArrowWriter):
 
     def __init__(self, options: WriteOptions, schema: Any, overwrite: bool) -> None:
         self.options = options
-        table = options.catalog().load_table(options.table)
+        table = options.catalog.load_table()
         metadata = table.metadata
         check_schema(schema, metadata.schema())
         if overwrite:
@@ -150,7 +143,7 @@ class IcebergWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         files = _files(messages)
-        table = self.options.catalog().load_table(self.options.table)
+        table = self.options.catalog.load_table()
         commit_files(table, files, self.mode, self.row_filter, job_id=self.task.job_id,
                      start_snapshot_id=self.start_snapshot_id, branch=self.options.branch,
                      snapshot_properties=self.options.snapshot_properties)
@@ -159,7 +152,7 @@ class IcebergWriter(DataSourceArrowWriter):
         """Delete the job's files, unless the table shows the job committed (or cannot be
         loaded to tell: then the outcome is unknown and nothing is deleted)."""
         try:
-            table = self.options.catalog().load_table(self.options.table)
+            table = self.options.catalog.load_table()
         except Exception:  # unknown state: keep every file
             return
         if committed_job(table.metadata, self.task.job_id):

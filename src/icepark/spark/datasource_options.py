@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
+from icepark.table.table import Table
 
 _BARE_CATALOG_KEYS = ("uri", "warehouse", "type")
 _CATALOG_PREFIX = "catalog."
@@ -76,6 +77,9 @@ class CatalogOptions:
 
     def load(self) -> BaseCatalog:
         return load_catalog(self.catalog_name, **self.properties)
+
+    def load_table(self) -> Table:
+        return self.load().load_table(self.table)
 
 
 def _integer(options: Mapping[str, str], key: str) -> int | None:
