@@ -28,7 +28,6 @@ failure the caller deletes them with :meth:`WrittenFiles.abort`; after
 from __future__ import annotations
 
 import contextlib
-import pickle
 import re
 import uuid
 from collections.abc import Mapping
@@ -50,6 +49,7 @@ from icepark.spark.write_tasks import (
     PARTITION_PREFIX,
     RECORD_COLUMN,
     WriteTask,
+    collect_records,
     delete_job_files,
     map_function,
 )
@@ -57,7 +57,8 @@ from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import Snapshot
 
-_RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
+RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
+"""The Spark schema of write tasks' output (:func:`~icepark.spark.write_tasks.records_batch`)."""
 _TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*)")
 
 
@@ -107,7 +108,7 @@ def write_data_files(
                 df, metadata, file_io, max_records_per_file=records)
         else:
             files = collect_files(distribute(df, metadata).mapInArrow(map_function(task),
-                                                                      _RECORDS))
+                                                                      RECORDS))
     except BaseException as e:
         written.abort(file_io)
         converted = task_error(e)
@@ -145,7 +146,8 @@ def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
 
 def collect_files(rows: DataFrame) -> list[DataFile]:
     """The ``DataFile`` records a Python-worker write job returned."""
-    return [pickle.loads(row[0]) for row in rows.collect()]  # our own records
+    files: list[DataFile] = collect_records(rows)
+    return files
 
 
 def task_error(error: BaseException) -> BaseException:

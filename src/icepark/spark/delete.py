@@ -49,19 +49,18 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
-from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
 from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark import delete_tasks
-from icepark.spark.data_files import write_data_files
+from icepark.spark.data_files import RECORDS, write_data_files
 from icepark.spark.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
 from icepark.spark.filters import spark_filter
 from icepark.spark.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.schema import read_columns
 from icepark.spark.write import JOB_ID_PROPERTY, head_id
-from icepark.spark.write_tasks import RECORD_COLUMN, delete_job_files
+from icepark.spark.write_tasks import delete_job_files
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -81,7 +80,6 @@ DELETE_MODE = "write.delete.mode"
 """Table property: ``copy-on-write`` (default) or ``merge-on-read``."""
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
-_RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
 
 
 @dataclass(frozen=True)
@@ -276,7 +274,7 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     try:
         files, whole = delete_tasks.collect(
             _sorted_positions(spark, scanned, plan, to_read, task)
-            .mapInArrow(delete_tasks.map_function(task), _RECORDS))
+            .mapInArrow(delete_tasks.map_function(task), RECORDS))
         gone = {r.file_path for r in whole}
         removed = [*plan.whole, *(t for t in plan.partial if t.data_file.file_path in gone)]
         deleted = plan.deleted_rows({r.file_path: r.rows for r in whole}) + sum(

@@ -21,8 +21,6 @@ every file of a failed job by its UUID (:func:`icepark.spark.write_tasks.delete_
 from __future__ import annotations
 
 import contextlib
-import itertools
-import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ import pyarrow.compute as pc
 
 from icepark.io.delete_writer import PositionDeleteWriter
 from icepark.io.fileio import ArrowFileIO, FileIO
-from icepark.spark.write_tasks import RECORD_COLUMN, task_id
+from icepark.spark.write_tasks import collect_records, equal_runs, records_batch, task_id
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -130,18 +128,6 @@ class _GroupWriters:
         return writer
 
 
-def _group_runs(groups: pa.Array) -> list[tuple[int, int, int]]:
-    """``(group, start, end)`` for each run of equal values of the (non-null) group column."""
-    length = len(groups)
-    if length == 0:
-        return []
-    changed = pc.not_equal(groups.slice(0, length - 1), groups.slice(1))
-    cuts = [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
-    bounds = [0, *cuts, length]
-    return [(int(groups[start].as_py()), start, end)
-            for start, end in itertools.pairwise(bounds)]
-
-
 def write_position_deletes(task: PositionDeleteTask, batches: Iterable[pa.RecordBatch],
                            file_io: FileIO | None = None, task_name: str | None = None
                            ) -> tuple[list[DataFile], list[RemovedFile]]:
@@ -161,8 +147,9 @@ def write_position_deletes(task: PositionDeleteTask, batches: Iterable[pa.Record
                                 for v in pc.value_counts(paths)})
                 kept = batch.filter(pc.invert(whole))
             rows = kept.select(["file_path", "pos"])
-            for group, start, end in _group_runs(kept.column(GROUP_COLUMN)):
-                writers.write(group, rows.slice(start, end - start))
+            groups = kept.column(GROUP_COLUMN)  # non-null: one column's runs of equal values
+            for start, end in equal_runs([groups], len(groups)):
+                writers.write(int(groups[start].as_py()), rows.slice(start, end - start))
         files = writers.close()
     except BaseException:
         writers.abort()
@@ -178,15 +165,14 @@ def map_function(task: PositionDeleteTask) -> Callable[[Iterator[pa.RecordBatch]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         files, removed = write_position_deletes(task, batches)
-        yield pa.record_batch({RECORD_COLUMN: pa.array(
-            [pickle.dumps(r) for r in (*files, *removed)], pa.binary())})
+        yield records_batch([*files, *removed])
 
     return run
 
 
 def collect(rows: Any) -> tuple[list[DataFile], list[RemovedFile]]:
     """The records of a job of :func:`map_function` tasks (a DataFrame), split by kind."""
-    records = [pickle.loads(row[0]) for row in rows.collect()]  # our own records
+    records = collect_records(rows)
     return ([r for r in records if isinstance(r, DataFile)],
             [r for r in records if isinstance(r, RemovedFile)])
 

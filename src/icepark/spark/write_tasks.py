@@ -143,7 +143,7 @@ class TaskWriter:
             data = batch.select([n for n in names if not n.startswith(PARTITION_PREFIX)])
             parts = [batch.column(n) for n in names if n.startswith(PARTITION_PREFIX)]
             rows = self._conformed(data)
-            for start, end in _runs(parts, batch.num_rows):
+            for start, end in equal_runs(parts, batch.num_rows):
                 partition = self._partition_of(parts, start)
                 self._writer(partition, single=True).write(rows.slice(start, end - start))
         else:
@@ -197,7 +197,7 @@ class TaskWriter:
         return writer
 
 
-def _runs(parts: list[pa.Array], length: int) -> list[tuple[int, int]]:
+def equal_runs(parts: list[pa.Array], length: int) -> list[tuple[int, int]]:
     """``[start, end)`` ranges of consecutive rows with equal partition columns (nulls equal,
     NaNs equal)."""
     if not parts or length == 0:
@@ -230,10 +230,16 @@ def write_batches(task: WriteTask, batches: Iterable[pa.RecordBatch],
         raise
 
 
-def records_batch(files: Iterable[DataFile]) -> pa.RecordBatch:
-    """The task output: one pickled ``DataFile`` per row."""
-    return pa.record_batch({RECORD_COLUMN: pa.array([pickle.dumps(f) for f in files],
+def records_batch(records: Iterable[object]) -> pa.RecordBatch:
+    """The task output: one pickled record (a ``DataFile``, or another record of the task's
+    result) per row."""
+    return pa.record_batch({RECORD_COLUMN: pa.array([pickle.dumps(r) for r in records],
                                                     pa.binary())})
+
+
+def collect_records(rows: Any) -> list[Any]:
+    """The records of a job of :func:`records_batch` outputs (a DataFrame), on the driver."""
+    return [pickle.loads(row[0]) for row in rows.collect()]  # our own records
 
 
 def map_function(task: WriteTask) -> Callable[[Iterator[pa.RecordBatch]],
