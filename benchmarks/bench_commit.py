@@ -33,7 +33,7 @@ from benchmarks.bench_manifest import (
 )
 from icepark.catalog import load_catalog
 from icepark.spec.manifest import DataFile
-from icepark.table.append import FastAppend, MergeAppend
+from icepark.table.snapshot.append import FastAppend, MergeAppend
 from icepark.table.table import Table
 
 SUCCESSIVE, PER_COMMIT = 100, 10

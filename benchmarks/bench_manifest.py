@@ -40,8 +40,8 @@ from pyiceberg.types import DoubleType, LongType, StringType, TimestamptzType
 from pyiceberg.types import NestedField as PyField
 
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import ManifestWriter
-from icepark.io.manifest_list import write_manifest_list
+from icepark.io.manifest.manifest import ManifestWriter
+from icepark.io.manifest.manifest_list import write_manifest_list
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionField, PartitionSpec
 from icepark.spec.schema import Schema

@@ -64,8 +64,8 @@ def build_table(root: str, files: int, manifests: int) -> str:
     if os.path.exists(os.path.join(root, "DONE")):
         return metadata_file
     from icepark.io.fileio import ArrowFileIO  # noqa: PLC0415 - only the parent writes tables
-    from icepark.io.manifest import ManifestWriter  # noqa: PLC0415
-    from icepark.io.manifest_list import write_manifest_list  # noqa: PLC0415
+    from icepark.io.manifest.manifest import ManifestWriter  # noqa: PLC0415
+    from icepark.io.manifest.manifest_list import write_manifest_list  # noqa: PLC0415
     from icepark.spec.manifest import DataFile, FileFormat  # noqa: PLC0415
     from icepark.spec.partitioning import PartitionSpecBuilder  # noqa: PLC0415
     from icepark.spec.schema import Schema  # noqa: PLC0415
@@ -78,8 +78,8 @@ def build_table(root: str, files: int, manifests: int) -> str:
         TIMESTAMPTZ,
         NestedField,
     )
-    from icepark.table import updates as u  # noqa: PLC0415
-    from icepark.table.metadata_builder import MetadataBuilder  # noqa: PLC0415
+    from icepark.table.change import updates as u  # noqa: PLC0415
+    from icepark.table.change.metadata_builder import MetadataBuilder  # noqa: PLC0415
 
     started = time.perf_counter()
     io = ArrowFileIO()
@@ -137,7 +137,7 @@ def build_table(root: str, files: int, manifests: int) -> str:
 def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
     from icepark.io.fileio import ArrowFileIO  # noqa: PLC0415 - measured in its own process
     from icepark.spec.serde.metadata_json import table_metadata_from_json  # noqa: PLC0415
-    from icepark.table.scan import TableScan  # noqa: PLC0415
+    from icepark.table.scan.scan import TableScan  # noqa: PLC0415
 
     with open(metadata_file) as f:
         md = table_metadata_from_json(f.read())

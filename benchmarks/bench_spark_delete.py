@@ -1,4 +1,5 @@
-"""icepark's Spark row-level delete (``icepark.spark.delete.delete_rows``) in both modes against
+"""icepark's Spark row-level delete (``icepark.spark.rowlevel.delete.delete_rows``) in both modes
+against
 Spark's own Parquet reader merely finding the same rows, in the same run and Spark session.
 
     PYTHONPATH=src python -m benchmarks.bench_spark_delete            # 5M rows, 10 files
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.catalog import load_catalog
-from icepark.spark.delete import delete_rows
+from icepark.spark.rowlevel.delete import delete_rows
 from icepark.spark.session import build_session
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, NestedField

@@ -1,4 +1,5 @@
-"""icepark's Spark read (``icepark.spark.read.read``) against Spark's own Parquet reader on the
+"""icepark's Spark read (``icepark.spark.reader.read.read``) against Spark's own Parquet reader on
+the
 same data files, in the same run and the same Spark session.
 
     PYTHONPATH=src python -m benchmarks.bench_spark_read            # 20M rows
@@ -32,10 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from icepark.catalog import load_catalog
-from icepark.spark.read import read
+from icepark.spark.reader.read import read
 from icepark.spark.schema import to_iceberg
 from icepark.spark.session import build_session
-from icepark.spark.write import write
+from icepark.spark.writer.write import write
 
 SELECTIVE = "l1 < 10000"
 

@@ -7,7 +7,7 @@ DataFrame, in the same run.
 Cases:
 
 * ``flat`` (long, double, string, date, timestamp): the native path (Spark's own Parquet writer
-  plus footer metrics and the commit, :mod:`icepark.spark.native_write`) against
+  plus footer metrics and the commit, :mod:`icepark.spark.writer.native`) against
   ``df.write.parquet``; ``flat-python`` is the same write through the Python-worker writer
   (``write.spark.native-writer.enabled=false``), for reference;
 * ``nested`` (a list and a map column): the Python-worker writer (lists and maps need it);
@@ -33,11 +33,11 @@ from collections.abc import Callable
 from typing import Any
 
 from icepark.catalog import load_catalog
-from icepark.spark.native_write import NATIVE_WRITER_PROPERTY
 from icepark.spark.schema import to_iceberg
 from icepark.spark.session import build_session
 from icepark.spark.transforms import partition_columns
-from icepark.spark.write import write
+from icepark.spark.writer.native import NATIVE_WRITER_PROPERTY
+from icepark.spark.writer.write import write
 from icepark.spec.partitioning import PartitionSpecBuilder
 
 CASES = ("flat", "flat-python", "nested", "partitioned")

@@ -14,15 +14,15 @@ import pyarrow.parquet as pq
 
 from icepark.catalog import FilesystemCatalog, SqlCatalog
 from icepark.catalog.base import BaseCatalog
-from icepark.io.manifest import read_manifest
-from icepark.io.manifest_list import snapshot_manifests
+from icepark.io.manifest.manifest import read_manifest
+from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
-from icepark.table import updates as u
-from icepark.table.metadata_builder import now_ms
+from icepark.table.change import updates as u
+from icepark.table.change.metadata_builder import now_ms
 from icepark.table.table import Table
 
 KINDS = ("sql", "filesystem")

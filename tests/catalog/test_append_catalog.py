@@ -15,7 +15,7 @@ from pyiceberg.table import StaticTable
 
 from icepark.catalog.base import BaseCatalog
 from icepark.errors import CommitStateUnknown, ValidationError
-from icepark.io.arrow_transforms import source_column, to_python_values
+from icepark.io.arrow.transforms import source_column, to_python_values
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation

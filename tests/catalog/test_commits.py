@@ -14,8 +14,8 @@ from icepark.catalog import SqlCatalog
 from icepark.catalog.base import BaseCatalog
 from icepark.catalog.metastore import parse_version
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
-from icepark.table import updates as u
-from icepark.table.commit import CommitResult, Identifier
+from icepark.table.change import updates as u
+from icepark.table.change.commit import CommitResult, Identifier
 from icepark.table.table import Table
 from tests.catalog.catalog_helpers import SCHEMA, FakeAppend, make_catalog, metadata_files
 

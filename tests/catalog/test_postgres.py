@@ -23,7 +23,7 @@ from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
 from icepark.errors import AlreadyExists, CommitFailed
-from icepark.table import updates as u
+from icepark.table.change import updates as u
 from tests.catalog.catalog_helpers import SCHEMA
 
 BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))

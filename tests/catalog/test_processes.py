@@ -14,7 +14,7 @@ from typing import Any
 from icepark.catalog.base import BaseCatalog
 from icepark.catalog.metastore import parse_version
 from icepark.spec.snapshots import ancestors_of
-from icepark.table import updates as u
+from icepark.table.change import updates as u
 from tests.catalog.catalog_helpers import (
     FAST_RETRY,
     SCHEMA,

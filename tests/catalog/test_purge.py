@@ -6,7 +6,7 @@ from pathlib import Path
 
 from icepark.catalog.base import BaseCatalog
 from icepark.catalog.purge import reachable_files
-from icepark.table import updates as u
+from icepark.table.change import updates as u
 from tests.catalog.catalog_helpers import SCHEMA, all_files, register_files
 
 

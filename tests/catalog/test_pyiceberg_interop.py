@@ -15,7 +15,7 @@ from icepark.catalog import SqlCatalog
 from icepark.catalog.base import BaseCatalog
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.sorting import SortOrderBuilder
-from icepark.table import updates as u
+from icepark.table.change import updates as u
 from icepark.table.table import Table
 from tests.catalog.catalog_helpers import SCHEMA, live_rows
 

@@ -22,9 +22,9 @@ from icepark.errors import (
 )
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.sorting import SortOrderBuilder
-from icepark.table import updates as u
-from icepark.table.commit import TableCommitter
-from icepark.table.metadata_builder import MetadataBuilder
+from icepark.table.change import updates as u
+from icepark.table.change.commit import TableCommitter
+from icepark.table.change.metadata_builder import MetadataBuilder
 from tests.catalog.catalog_helpers import SCHEMA, all_files, metadata_files
 
 METASTORE_NAME = re.compile(r"\d{5}-([0-9a-f-]{36})\.metadata\.json")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from tools import peer_read
 
-from icepark.cli.quickstart_check import compare_peers
-from icepark.cli.quickstart_report import Report
+from icepark.cli.quickstart.check import compare_peers
+from icepark.cli.quickstart.report import Report
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -7,9 +7,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from icepark.spec.bounds import lower_bound, to_bytes, upper_bound
 from icepark.spec.manifest import DataFile, FieldSummary, FileFormat
 from icepark.spec.types import PrimitiveType, TypeId
-from icepark.spec.values import lower_bound, to_bytes, upper_bound
 
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
 

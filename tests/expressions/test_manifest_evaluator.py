@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from icepark.errors import CorruptFile, ValidationError
 from icepark.expressions import ManifestEvaluator, RowEvaluator, parse
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import FieldSummary, ManifestFile
 from icepark.spec.partitioning import PartitionField, PartitionSpec
 from icepark.spec.schema import Schema
@@ -25,7 +26,6 @@ from icepark.spec.types import (
     NestedField,
     PrimitiveType,
 )
-from icepark.spec.values import to_bytes
 from tests.expressions.expr_strategies import TYPES, expressions, nullable_values, transforms
 from tests.expressions.metrics_fixtures import field_summary
 

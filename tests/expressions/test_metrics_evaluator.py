@@ -19,6 +19,7 @@ from icepark.expressions import (
     StrictMetricsEvaluator,
     parse,
 )
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
@@ -30,7 +31,6 @@ from icepark.spec.types import (
     NestedField,
     PrimitiveType,
 )
-from icepark.spec.values import to_bytes
 from tests.expressions.expr_strategies import TYPES, expressions, nullable_values
 from tests.expressions.metrics_fixtures import data_file
 

@@ -19,7 +19,7 @@ from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
 
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
-from icepark.io.arrow_schema import to_arrow_schema
+from icepark.io.arrow.schema import to_arrow_schema
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import (

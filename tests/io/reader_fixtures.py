@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icepark.expressions import ALWAYS_TRUE, Expr
-from icepark.io.arrow_reader import ArrowReader
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.data_writer import write_data_files
-from icepark.io.delete_writer import (
+from icepark.io.arrow.reader import ArrowReader
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.parquet.data_writer import write_data_files
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,
 )
-from icepark.io.fileio import ArrowFileIO
-from icepark.io.metrics import split_offsets
+from icepark.io.parquet.metrics import split_offsets
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import UNPARTITIONED, PartitionSpec
 from icepark.spec.schema import Schema
@@ -92,7 +92,7 @@ def equality_deletes(files: Files, schema: Schema, equality_ids: Sequence[int],
 
 @dataclass(frozen=True)
 class Task:
-    """A scan task with the shape of ``icepark.table.tasks.FileScanTask``."""
+    """A scan task with the shape of ``icepark.table.scan.tasks.FileScanTask``."""
 
     data_file: DataFile
     delete_files: tuple[DataFile, ...] = ()

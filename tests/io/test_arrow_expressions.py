@@ -27,7 +27,7 @@ from icepark.expressions import (
     or_,
     parse,
 )
-from icepark.io.arrow_expressions import (
+from icepark.io.arrow.expressions import (
     arrow_literal,
     bind_once,
     evaluate,
@@ -35,8 +35,8 @@ from icepark.io.arrow_expressions import (
     to_arrow_expression,
     to_pruning_expression,
 )
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.projection import arrow_values
+from icepark.io.arrow.projection import arrow_values
+from icepark.io.arrow.schema import to_arrow_schema
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     BINARY,

@@ -15,12 +15,12 @@ import pytest
 
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.expressions import ALWAYS_FALSE, and_, bind, parse
-from icepark.io import arrow_reader
-from icepark.io.arrow_reader import ArrowReader, partition_struct
-from icepark.io.arrow_schema import FIELD_ID_KEY, field_metadata, to_arrow_schema
+from icepark.io.arrow import reader as arrow_reader
+from icepark.io.arrow.name_mapping import create_mapping, from_json
+from icepark.io.arrow.projection import FileColumns
+from icepark.io.arrow.reader import ArrowReader, partition_struct
+from icepark.io.arrow.schema import FIELD_ID_KEY, field_metadata, to_arrow_schema
 from icepark.io.fileio import FileIO
-from icepark.io.name_mapping import create_mapping, from_json
-from icepark.io.projection import FileColumns
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema

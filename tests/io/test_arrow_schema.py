@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from icepark.errors import UnsupportedFeature, ValidationError
-from icepark.io.arrow_schema import (
+from icepark.io.arrow.schema import (
     FIELD_ID_KEY,
     conform_batch,
     from_arrow_schema,

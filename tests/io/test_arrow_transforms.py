@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_transforms import (
+from icepark.io.arrow.transforms import (
     civil_year_month,
     from_python_values,
     murmur3_longs,

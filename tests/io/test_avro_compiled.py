@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import CorruptFile, UnsupportedFeature
-from icepark.io import avro_pattern
-from icepark.io.avro_compiled import compile_reader, read_blocks
-from icepark.io.avro_encoder import zigzag_varint
+from icepark.io.avro import pattern as avro_pattern
+from icepark.io.avro.compiled import compile_reader, read_blocks
+from icepark.io.avro.encoder import zigzag_varint
 
 
 @pytest.fixture(autouse=True, params=["patterns", "no patterns"])

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
-from icepark.io.avro_encoder import ListColumn, StructColumn, encode_records, zigzag_varint
+from icepark.io.avro.encoder import ListColumn, StructColumn, encode_records, zigzag_varint
 
 SCHEMA: dict[str, Any] = {"type": "record", "name": "r", "fields": [
     {"name": "l", "type": "long"},

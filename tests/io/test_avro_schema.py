@@ -9,9 +9,9 @@ from typing import Any
 import fastavro
 import pytest
 
-from icepark.io.avro_schema import avro_name, decimal_size, to_avro
-from icepark.io.manifest_codec import manifest_entry_type
-from icepark.io.manifest_list import manifest_file_type
+from icepark.io.avro.schema import avro_name, decimal_size, to_avro
+from icepark.io.manifest.codec import manifest_entry_type
+from icepark.io.manifest.manifest_list import manifest_file_type
 from icepark.spec.types import (
     BINARY,
     BOOLEAN,

@@ -9,8 +9,8 @@ import fastavro
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icepark.io.avro_compiled import Finish, compile_reader
-from icepark.io.avro_shape import MAX_BYTES, MapField, MapRun
+from icepark.io.avro.compiled import Finish, compile_reader
+from icepark.io.avro.shape import MAX_BYTES, MapField, MapRun
 
 PAIR = {"type": "record", "name": "k1_v2", "fields": [
     {"name": "key", "type": "int"}, {"name": "value", "type": "long"}]}

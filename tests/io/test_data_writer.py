@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_schema import conform_batch, from_arrow_schema
-from icepark.io.data_writer import DataFileWriter, ParquetWriteOptions, write_data_files
+from icepark.io.arrow.schema import conform_batch, from_arrow_schema
 from icepark.io.fileio import ArrowFileIO
+from icepark.io.parquet.data_writer import DataFileWriter, ParquetWriteOptions, write_data_files
+from icepark.spec.bounds import from_bytes
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema, index_by_id
@@ -29,7 +30,6 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.spec.values import from_bytes
 from tests.io.writer_fixtures import (
     NESTED_SCHEMA,
     PRIMITIVE_SCHEMA,

@@ -10,11 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_schema import from_arrow_schema
-from icepark.io.delete_writer import (
-    FILE_PATH,
-    POS,
-    ROW_FIELD_ID,
+from icepark.io.arrow.schema import from_arrow_schema
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     equality_delete_schema,
@@ -22,9 +20,10 @@ from icepark.io.delete_writer import (
     position_deletes_batch,
     sort_position_deletes,
 )
-from icepark.io.fileio import ArrowFileIO
+from icepark.spec.bounds import from_bytes, to_bytes
 from icepark.spec.manifest import FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
+from icepark.spec.reserved import FILE_PATH, POS, ROW_FIELD_ID
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     DOUBLE,
@@ -37,7 +36,6 @@ from icepark.spec.types import (
     NestedField,
     StructType,
 )
-from icepark.spec.values import from_bytes, to_bytes
 from tests.io.writer_fixtures import Locations, parquet_field_ids
 
 TABLE = Schema.of(

@@ -15,10 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import UnsupportedFeature, ValidationError
-from icepark.io import deletes
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import equality_delete_schema
-from icepark.io.deletes import (
+from icepark.io.arrow import deletes
+from icepark.io.arrow.deletes import (
     DeleteCache,
     EqualityDeletes,
     count_deleted,
@@ -26,8 +24,10 @@ from icepark.io.deletes import (
     equality_delete_groups,
     position_keep_mask,
 )
+from icepark.io.arrow.name_mapping import from_json
+from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.name_mapping import from_json
+from icepark.io.parquet.delete_writer import equality_delete_schema
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.schema import Schema
 from icepark.spec.types import INT, LONG, STRING, UUID, NestedField, StructType

@@ -11,8 +11,8 @@ import pytest
 
 from icepark.errors import CorruptFile, FileNotFound, ValidationError
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import UNASSIGNED_SEQUENCE_NUMBER
-from icepark.io.manifest_list import (
+from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER
+from icepark.io.manifest.manifest_list import (
     assign_sequence_numbers,
     read_manifest_list,
     write_manifest_list,

@@ -28,8 +28,8 @@ from pyiceberg.types import (
 from pyiceberg.types import NestedField as PyField
 
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import ManifestWriter, read_manifest
-from icepark.io.manifest_list import read_manifest_list, write_manifest_list
+from icepark.io.manifest.manifest import ManifestWriter, read_manifest
+from icepark.io.manifest.manifest_list import read_manifest_list, write_manifest_list
 from icepark.spec.manifest import (
     EntryStatus,
     FieldSummary,

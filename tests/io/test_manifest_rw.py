@@ -13,16 +13,17 @@ import fastavro
 import pytest
 
 from icepark.errors import CorruptFile, FileNotFound, ValidationError
-from icepark.io.avro_schema import to_avro
+from icepark.io.avro.schema import to_avro
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import (
+from icepark.io.manifest.codec import DEFAULT_BLOCK_SIZE, manifest_entry_type
+from icepark.io.manifest.manifest import (
     BLOCK_ROWS,
     UNASSIGNED_SEQUENCE_NUMBER,
     ManifestWriter,
     read_manifest,
     read_manifest_metadata,
 )
-from icepark.io.manifest_codec import DEFAULT_BLOCK_SIZE, manifest_entry_type
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -39,7 +40,6 @@ from icepark.spec.serde.specs_json import partition_fields_to_json
 from icepark.spec.serde.types_json import schema_to_json
 from icepark.spec.transforms import Transform
 from icepark.spec.types import DOUBLE, FLOAT, LONG, NestedField, PrimitiveType
-from icepark.spec.values import to_bytes
 from tests.io.manifest_fixtures import PARTITION_SPEC, data_file, partition_values
 
 

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
-from icepark.io import avro_pattern
-from icepark.io import manifest as manifest_module
+from icepark.io.avro import pattern as avro_pattern
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import (
+from icepark.io.manifest import manifest as manifest_module
+from icepark.io.manifest.manifest import (
     ManifestWriter,
     read_manifest,
     read_manifest_blocks,
     read_manifest_files,
 )
-from icepark.io.manifest_reader import ALL_STATS, METRIC_FIELDS, NO_STATS, FileMetrics, Stats
+from icepark.io.manifest.reader import ALL_STATS, METRIC_FIELDS, NO_STATS, FileMetrics, Stats
 from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
@@ -146,7 +146,7 @@ def test_pyiceberg_manifests_read_without_stats(tmp_path: Path) -> None:
                                      properties={"format-version": str(version)})
         table.append(_rows(0))
         io = ArrowFileIO()
-        from icepark.io.manifest_list import read_manifest_list  # noqa: PLC0415
+        from icepark.io.manifest.manifest_list import read_manifest_list  # noqa: PLC0415
         for manifest in read_manifest_list(io, table.current_snapshot().manifest_list):
             full = list(read_manifest(io, manifest))
             assert full and full[0].data_file.lower_bounds

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
-from icepark.io.data_writer import write_data_files
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.metrics import (
+from icepark.io.parquet.data_writer import write_data_files
+from icepark.io.parquet.metrics import (
     COUNTS,
     DEFAULT_MODE,
     FULL,
@@ -31,6 +31,7 @@ from icepark.io.metrics import (
     truncate_upper_binary,
     truncate_upper_string,
 )
+from icepark.spec.bounds import from_bytes, lower_bound, sort_key, to_bytes, upper_bound
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -45,7 +46,6 @@ from icepark.spec.types import (
     NestedField,
     PrimitiveType,
 )
-from icepark.spec.values import from_bytes, lower_bound, sort_key, to_bytes, upper_bound
 from tests.io.writer_fixtures import (
     NESTED_SCHEMA,
     PRIMITIVE_SCHEMA,

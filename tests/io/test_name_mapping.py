@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_schema import FIELD_ID_KEY, to_arrow_schema
-from icepark.io.name_mapping import (
+from icepark.io.arrow.name_mapping import (
     NAME_MAPPING_PROPERTY,
     MappedField,
     NameMapping,
@@ -24,6 +23,7 @@ from icepark.io.name_mapping import (
     parse_name_mapping,
     to_json,
 )
+from icepark.io.arrow.schema import FIELD_ID_KEY, to_arrow_schema
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     DOUBLE,

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_schema import field_metadata
-from icepark.io.parquet_schema import parquet_schema
+from icepark.io.arrow.schema import field_metadata
+from icepark.io.parquet.schema import parquet_schema
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     DOUBLE,

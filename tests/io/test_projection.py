@@ -12,15 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.io.arrow_schema import FIELD_ID_KEY, field_metadata, to_arrow_schema, uuid_arrow_type
-from icepark.io.name_mapping import create_mapping, from_json
-from icepark.io.projection import (
+from icepark.io.arrow.name_mapping import create_mapping, from_json
+from icepark.io.arrow.projection import (
     FileColumns,
     arrow_values,
     extract,
     primitive_converter,
     project,
 )
+from icepark.io.arrow.schema import FIELD_ID_KEY, field_metadata, to_arrow_schema, uuid_arrow_type
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     BINARY,

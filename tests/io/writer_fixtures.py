@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icepark.io.arrow_schema import FIELD_ID_KEY
+from icepark.io.arrow.schema import FIELD_ID_KEY
 from icepark.io.fileio import ArrowFileIO
 from icepark.spec.schema import Schema
 from icepark.spec.types import (

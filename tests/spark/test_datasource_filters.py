@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import datasource as ds
 
-from icepark.spark.datasource_filters import translate
+from icepark.spark.datasource.filters import translate
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     DATE,

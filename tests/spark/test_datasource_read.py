@@ -16,15 +16,15 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import datasource as ds
 
 from icepark.catalog import BaseCatalog, load_catalog
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import (
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,
 )
-from icepark.spark.datasource import register
-from icepark.spark.datasource_options import ReadOptions
-from icepark.spark.datasource_read import IcebergReader, ScanPartition
+from icepark.spark.datasource.options import ReadOptions
+from icepark.spark.datasource.reader import IcebergReader, ScanPartition
+from icepark.spark.datasource.source import register
 from icepark.spark.schema import to_spark
 from icepark.spec.schema import Schema
 from icepark.spec.types import (

@@ -10,8 +10,8 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.catalog import BaseCatalog
-from icepark.spark.datasource import register
-from icepark.spark.write import JOB_ID_PROPERTY
+from icepark.spark.datasource.source import register
+from icepark.spark.writer.write import JOB_ID_PROPERTY
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField

@@ -14,12 +14,12 @@ from pyspark.sql import SparkSession
 
 from icepark.catalog import load_catalog
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import EqualityDeleteWriter
-from icepark.io.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
-from icepark.spark.delete import DeleteResult, delete_rows
-from icepark.spark.read import read
-from icepark.spark.write import JOB_ID_PROPERTY
+from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import EqualityDeleteWriter
+from icepark.spark.reader.read import read
+from icepark.spark.rowlevel.delete import DeleteResult, delete_rows
+from icepark.spark.writer.write import JOB_ID_PROPERTY
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema

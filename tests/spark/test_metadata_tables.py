@@ -11,15 +11,15 @@ from pyspark.sql import SparkSession
 
 from icepark.io.fileio import ArrowFileIO
 from icepark.spark.metadata_tables import metadata_table, spark_compatible
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, UUID, NestedField
-from icepark.spec.values import to_bytes
-from icepark.table import inspect
-from icepark.table.append import FastAppend
-from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.row_delta import RowDelta
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.inspect import tables as inspect
+from icepark.table.snapshot.append import FastAppend
+from icepark.table.snapshot.row_delta import RowDelta
 from icepark.table.table import Table
 from tests.table.committer import InMemoryCommitter
 

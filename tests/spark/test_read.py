@@ -14,13 +14,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icepark.catalog import BaseCatalog, load_catalog
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import (
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,
 )
-from icepark.spark.read import read
+from icepark.spark.reader.read import read
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, TIMESTAMPTZ, UUID, NestedField

@@ -12,10 +12,10 @@ from pyspark.sql import SparkSession
 
 from icepark.catalog import load_catalog
 from icepark.errors import ValidationError
-from icepark.io.arrow_reader import ArrowReader
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.spark.read import read_incremental
-from icepark.table.incremental import IncrementalAppendScan
+from icepark.io.arrow.reader import ArrowReader
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.spark.reader.read import read_incremental
+from icepark.table.scan.incremental import IncrementalAppendScan
 from icepark.table.table import Table
 
 from .test_read import SCHEMA, _rows, _sorted

@@ -15,13 +15,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icepark.catalog import BaseCatalog, load_catalog
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import (
+from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,
 )
-from icepark.io.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema

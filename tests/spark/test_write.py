@@ -17,9 +17,9 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
-from icepark.io.arrow_transforms import to_python_values
-from icepark.io.manifest import read_manifest
-from icepark.spark.write import JOB_ID_PROPERTY, write
+from icepark.io.arrow.transforms import to_python_values
+from icepark.io.manifest.manifest import read_manifest
+from icepark.spark.writer.write import JOB_ID_PROPERTY, write
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -36,7 +36,7 @@ from icepark.spec.types import (
     NestedField,
     StructType,
 )
-from icepark.table.snapshot_producer import snapshot_manifests
+from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 
 pytestmark = pytest.mark.spark

@@ -16,15 +16,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.catalog import BaseCatalog
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import EqualityDeleteWriter
-from icepark.spark.file_size import (
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import EqualityDeleteWriter
+from icepark.spark.writer.file_size import (
     VARIABLE_WIDTH_BYTES,
     expected_row_bytes,
     max_records_per_file,
     schema_row_bytes,
 )
-from icepark.spark.write import JOB_ID_PROPERTY, write
+from icepark.spark.writer.write import JOB_ID_PROPERTY, write
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema

@@ -15,17 +15,17 @@ import pytest
 from pyiceberg.table import StaticTable
 from pyspark.sql import DataFrame, SparkSession
 
-import icepark.spark.write as spark_write
+import icepark.spark.writer.write as spark_write
 from icepark.catalog import BaseCatalog
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
-from icepark.spark.native_write import (
+from icepark.spark.schema import to_spark
+from icepark.spark.writer.native import (
     NATIVE_WRITER_PROPERTY,
     ineligibility,
     partition_dir_names,
     writer_options,
 )
-from icepark.spark.schema import to_spark
-from icepark.spark.write import JOB_ID_PROPERTY, write
+from icepark.spark.writer.write import JOB_ID_PROPERTY, write
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -50,9 +50,9 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.table.metadata_builder import MetadataBuilder
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.snapshot.validation import as_expr
 from icepark.table.table import Table
-from icepark.table.validation import as_expr
 from tests.interop.peers import duckdb_connection
 from tests.spark.test_write import assert_field_ids_everywhere, catalog, live_files
 

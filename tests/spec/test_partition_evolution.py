@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.spec.partition_evolution import SpecUpdate
+from icepark.spec.evolution.spec_update import SpecUpdate
 from icepark.spec.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.transforms import Transform

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
+from icepark.spec.evolution.schema_update import SchemaUpdate
 from icepark.spec.schema import Schema
-from icepark.spec.schema_evolution import SchemaUpdate
 from icepark.spec.types import (
     DOUBLE,
     FLOAT,

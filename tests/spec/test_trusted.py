@@ -19,7 +19,7 @@ from icepark.spec.manifest import (
     ManifestEntry,
 )
 from icepark.spec.trusted import trusted_constructor
-from icepark.table.tasks import FileScanTask, trusted_task
+from icepark.table.scan.tasks import FileScanTask, trusted_task
 
 counts = st.none() | st.dictionaries(st.integers(1, 50), st.integers(0, 10**6), max_size=4)
 bounds = st.none() | st.dictionaries(st.integers(1, 50), st.binary(max_size=16), max_size=4)

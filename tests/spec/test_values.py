@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.spec.bounds import from_bytes, lower_bound, sort_key, to_bytes, upper_bound
 from icepark.spec.datetimes import MICROS_PER_DAY, date_to_days
 from icepark.spec.types import (
     BINARY,
@@ -39,17 +40,7 @@ from icepark.spec.types import (
     StructType,
     TypeId,
 )
-from icepark.spec.values import (
-    check_value,
-    from_bytes,
-    from_json,
-    from_python,
-    lower_bound,
-    sort_key,
-    to_bytes,
-    to_json,
-    upper_bound,
-)
+from icepark.spec.values import check_value, from_json, from_python, to_json
 
 dec = PrimitiveType.decimal
 fixed = PrimitiveType.fixed

@@ -15,19 +15,19 @@ from pathlib import Path
 
 from icepark.errors import CommitFailed, CommitStateUnknown, NoSuchTable
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import ManifestWriter, read_manifest
-from icepark.io.manifest_list import snapshot_manifests, write_manifest_list
+from icepark.io.manifest.manifest import ManifestWriter, read_manifest
+from icepark.io.manifest.manifest_list import snapshot_manifests, write_manifest_list
 from icepark.spec.manifest import DataFile, FileContent, FileFormat, ManifestContent, ManifestFile
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField
-from icepark.table import updates as u
-from icepark.table.commit import CommitResult, Identifier
-from icepark.table.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.change import updates as u
+from icepark.table.change.commit import CommitResult, Identifier
+from icepark.table.change.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.change.updates import TableRequirement, TableUpdate, check_requirement
 from icepark.table.table import Table
-from icepark.table.updates import TableRequirement, TableUpdate, check_requirement
 
 SCHEMA = Schema.of(
     NestedField.required(1, "id", LONG),

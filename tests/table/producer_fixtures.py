@@ -11,23 +11,23 @@ from typing import Any, cast
 import fastavro
 
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import read_manifest
-from icepark.io.manifest_list import read_manifest_list
+from icepark.io.manifest.manifest import read_manifest
+from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spec.manifest import DataFile, FileContent, FileFormat, ManifestEntry, ManifestFile
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.types import LONG, STRING, NestedField
-from icepark.table.commit import (
+from icepark.table.change.commit import (
     Change,
     CommitResult,
     Identifier,
     RetryPolicy,
     commit_with_retry,
 )
-from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.updates import TableRequirement, TableUpdate
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.change.updates import TableRequirement, TableUpdate
 from tests.table import committer
 
 IDENT: Identifier = ("db", "t")

@@ -15,20 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from icepark.io.fileio import ArrowFileIO
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot, SnapshotRef
 from icepark.spec.types import DOUBLE, LONG, STRING, TIMESTAMP, NestedField, PrimitiveType
-from icepark.spec.values import to_bytes
-from icepark.table import updates as u
-from icepark.table.append import FastAppend
-from icepark.table.commit import CommitResult
-from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.overwrite import DeleteFiles, RewriteFiles
-from icepark.table.row_delta import RowDelta
-from icepark.table.scan import TableScan
+from icepark.table.change import updates as u
+from icepark.table.change.commit import CommitResult
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.scan.scan import TableScan
+from icepark.table.snapshot.append import FastAppend
+from icepark.table.snapshot.overwrite import DeleteFiles, RewriteFiles
+from icepark.table.snapshot.row_delta import RowDelta
 from tests.table.producer_fixtures import InMemoryCommitter
 
 IO = ArrowFileIO()

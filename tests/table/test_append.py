@@ -9,16 +9,16 @@ import pytest
 
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import ManifestWriter
-from icepark.io.manifest_list import read_manifest_list
+from icepark.io.manifest.manifest import ManifestWriter
+from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spec.manifest import EntryStatus, FileContent, ManifestContent, ManifestFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef
-from icepark.table import updates as u
-from icepark.table.append import FastAppend, MergeAppend, new_append, pack_from_end
-from icepark.table.commit import RetryPolicy
-from icepark.table.locations import LocationProvider
-from icepark.table.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.change import updates as u
+from icepark.table.change.commit import RetryPolicy
+from icepark.table.change.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.snapshot.append import FastAppend, MergeAppend, new_append, pack_from_end
+from icepark.table.snapshot.locations import LocationProvider
 from tests.table.producer_fixtures import (
     InMemoryCommitter,
     data_file,

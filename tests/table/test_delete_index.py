@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from icepark.errors import ValidationError
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.types import LONG, STRING
-from icepark.spec.values import to_bytes
-from icepark.table.delete_index import DeleteIndex, referenced_data_file
-from icepark.table.row_delta import RowDelta
+from icepark.table.scan.delete_index import DeleteIndex, referenced_data_file
+from icepark.table.snapshot.row_delta import RowDelta
 from tests.table.scan_fixtures import FILE_PATH_ID, ScanTable, long_bounds, name_of, unpartitioned
 
 DATA, POS, EQ = FileContent.DATA, FileContent.POSITION_DELETES, FileContent.EQUALITY_DELETES

@@ -14,9 +14,9 @@ from icepark.spec.metadata import StatisticsFile, TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot, SnapshotRef
 from icepark.spec.types import LONG, NestedField
-from icepark.table import updates as u
-from icepark.table.expire import ExpireSnapshots, ExpiryPlan, plan_expiry
-from icepark.table.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.change import updates as u
+from icepark.table.change.metadata_builder import MetadataBuilder, now_ms
+from icepark.table.maintenance.expire import ExpireSnapshots, ExpiryPlan, plan_expiry
 from icepark.table.table import Table
 from tests.table.committer import DAY_MS, InMemoryCommitter, data_path, land_snapshot, make_table
 

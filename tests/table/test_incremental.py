@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from icepark.errors import ValidationError
-from icepark.table import updates as u
-from icepark.table.append import MergeAppend
-from icepark.table.incremental import IncrementalAppendScan
+from icepark.table.change import updates as u
+from icepark.table.scan.incremental import IncrementalAppendScan
+from icepark.table.snapshot.append import MergeAppend
 from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
 
 

@@ -28,13 +28,14 @@ from pyiceberg.table import StaticTable
 
 from icepark.catalog import load_catalog
 from icepark.errors import ValidationError
-from icepark.io.data_writer import write_data_files
-from icepark.io.delete_writer import (
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.parquet.data_writer import write_data_files
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,
 )
-from icepark.io.fileio import ArrowFileIO
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionField, PartitionSpec, PartitionSpecBuilder
@@ -53,13 +54,12 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.spec.values import to_bytes
-from icepark.table import inspect
-from icepark.table.append import FastAppend, new_append
-from icepark.table.inspect_files import table_partition_type
-from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.overwrite import DeleteFiles, Overwrite
-from icepark.table.row_delta import RowDelta
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.inspect import tables as inspect
+from icepark.table.inspect.files import table_partition_type
+from icepark.table.snapshot.append import FastAppend, new_append
+from icepark.table.snapshot.overwrite import DeleteFiles, Overwrite
+from icepark.table.snapshot.row_delta import RowDelta
 from icepark.table.table import Table
 from tests.table.committer import InMemoryCommitter
 

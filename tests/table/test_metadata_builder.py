@@ -13,8 +13,8 @@ from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.sorting import SortOrderBuilder
 from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField, StructType
-from icepark.table import updates as u
-from icepark.table.metadata_builder import MetadataBuilder
+from icepark.table.change import updates as u
+from icepark.table.change.metadata_builder import MetadataBuilder
 
 SCHEMA = Schema.of(
     NestedField.required(10, "id", LONG),

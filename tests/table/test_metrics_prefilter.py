@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.expressions import InclusiveMetricsEvaluator, and_, bind, parse, rewrite_not
+from icepark.spec.bounds import to_bytes
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.schema import Schema
 from icepark.spec.types import DATE, INT, LONG, STRING, TIMESTAMP, NestedField
-from icepark.spec.values import to_bytes
-from icepark.table.metrics_prefilter import metrics_prefilter
+from icepark.table.scan.prefilter import metrics_prefilter
 
 SCHEMA = Schema.of(NestedField.optional(1, "a", LONG), NestedField.optional(2, "b", INT),
                    NestedField.optional(3, "d", DATE), NestedField.optional(4, "t", TIMESTAMP),

@@ -11,16 +11,16 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from icepark.errors import ValidationError
-from icepark.io.data_writer import write_data_files
 from icepark.io.fileio import ArrowFileIO
+from icepark.io.parquet.data_writer import write_data_files
 from icepark.spec.manifest import DataFile, EntryStatus, FileContent
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.serde.metadata_json import table_metadata_to_json
 from icepark.spec.snapshots import Operation
-from icepark.table.append import FastAppend, MergeAppend
-from icepark.table.locations import LocationProvider
-from icepark.table.overwrite import DeleteFiles, Overwrite, RewriteFiles
-from icepark.table.row_delta import RowDelta
+from icepark.table.snapshot.append import FastAppend, MergeAppend
+from icepark.table.snapshot.locations import LocationProvider
+from icepark.table.snapshot.overwrite import DeleteFiles, Overwrite, RewriteFiles
+from icepark.table.snapshot.row_delta import RowDelta
 from tests.table.producer_fixtures import (
     InMemoryCommitter,
     data_file,

@@ -18,8 +18,8 @@ from pyiceberg.table import StaticTable
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
 from icepark.expressions import RowEvaluator, parse
-from icepark.io.arrow_schema import to_arrow_schema
-from icepark.io.delete_writer import (
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.parquet.delete_writer import (
     EqualityDeleteWriter,
     PositionDeleteWriter,
     position_deletes_batch,

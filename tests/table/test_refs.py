@@ -11,12 +11,13 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from icepark.errors import AlreadyExists, CommitFailed, CommitStateUnknown, ValidationError
-from icepark.io.manifest_list import snapshot_manifests
+from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.serde.metadata_json import table_metadata_to_json
 from icepark.spec.snapshots import Operation, RefType, Snapshot, SnapshotRef
-from icepark.table import updates as u
-from icepark.table.metadata_builder import now_ms
-from icepark.table.refs import CherryPick, ManageSnapshots
+from icepark.table.change import updates as u
+from icepark.table.change.cherry_pick import CherryPick
+from icepark.table.change.manage_snapshots import ManageSnapshots
+from icepark.table.change.metadata_builder import now_ms
 from icepark.table.table import Table
 from tests.table.committer import DAY_MS, InMemoryCommitter, land_snapshot, live_files, make_table
 

@@ -11,8 +11,8 @@ from icepark.io.fileio import ArrowFileIO
 from icepark.spec.manifest import EntryStatus, FileContent, ManifestContent
 from icepark.spec.metadata import FormatVersion
 from icepark.spec.snapshots import Operation
-from icepark.table.append import FastAppend
-from icepark.table.row_delta import RowDelta
+from icepark.table.snapshot.append import FastAppend
+from icepark.table.snapshot.row_delta import RowDelta
 from tests.table.producer_fixtures import (
     InMemoryCommitter,
     data_file,

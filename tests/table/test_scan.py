@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from icepark.errors import CorruptFile, FileNotFound, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
 from icepark.io.fileio import ArrowFileIO, ArrowInputFile
-from icepark.io.manifest import read_manifest_blocks, read_manifest_files
-from icepark.io.manifest_list import snapshot_manifests
+from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
+from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent
 from icepark.spec.metadata import SnapshotLogEntry
 from icepark.spec.partitioning import PartitionSpecBuilder
@@ -36,11 +36,11 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.table import planner as planner_module
-from icepark.table import tasks as tasks_module
-from icepark.table import updates as u
-from icepark.table.scan import TableScan, select_columns
-from icepark.table.tasks import FileScanTask
+from icepark.table.change import updates as u
+from icepark.table.scan import planner as planner_module
+from icepark.table.scan import tasks as tasks_module
+from icepark.table.scan.scan import TableScan, select_columns
+from icepark.table.scan.tasks import FileScanTask
 from tests.expressions.expr_strategies import expressions, nullable_values, transforms
 from tests.table.scan_fixtures import (
     DAY_US,

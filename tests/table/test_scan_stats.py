@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from icepark.spec.bounds import to_bytes
 from icepark.spec.types import LONG
-from icepark.spec.values import to_bytes
-from icepark.table.incremental import IncrementalAppendScan
-from icepark.table.scan import presence_columns
+from icepark.table.scan.incremental import IncrementalAppendScan
+from icepark.table.scan.scan import presence_columns
 from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
 
 METRIC_NAMES = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts",

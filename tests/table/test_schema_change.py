@@ -17,8 +17,8 @@ from icepark.spec.serde.metadata_json import table_metadata_to_json
 from icepark.spec.sorting import NullOrder, SortDirection
 from icepark.spec.transforms import Transform
 from icepark.spec.types import INT, LONG, STRING, NestedField
-from icepark.table import updates as u
-from icepark.table.schema_change import (
+from icepark.table.change import updates as u
+from icepark.table.change.schema_change import (
     Call,
     FormatVersionChange,
     PropertiesChange,

@@ -13,12 +13,12 @@ from icepark.io.fileio import ArrowFileIO
 from icepark.spec.manifest import FileContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import Operation, Snapshot, Summary
-from icepark.table.append import FastAppend, MergeAppend
-from icepark.table.commit import CommitResult
-from icepark.table.overwrite import DeleteFiles, Overwrite, RewriteFiles
-from icepark.table.row_delta import RowDelta
-from icepark.table.snapshot_producer import SnapshotProducer
-from icepark.table.summary import (
+from icepark.table.change.commit import CommitResult
+from icepark.table.snapshot.append import FastAppend, MergeAppend
+from icepark.table.snapshot.overwrite import DeleteFiles, Overwrite, RewriteFiles
+from icepark.table.snapshot.producer import SnapshotProducer
+from icepark.table.snapshot.row_delta import RowDelta
+from icepark.table.snapshot.summary import (
     EMPTY_TOTALS,
     TOTAL_KEYS,
     SummaryBuilder,

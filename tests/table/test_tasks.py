@@ -13,7 +13,7 @@ import pytest
 from icepark.errors import ValidationError
 from icepark.expressions import parse
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
-from icepark.table.tasks import (
+from icepark.table.scan.tasks import (
     CombinedScanTask,
     FileScanTask,
     bin_pack,

@@ -10,8 +10,8 @@ from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
-from icepark.table import updates as u
-from icepark.table.schema_change import Call, PropertiesChange, SchemaChange
+from icepark.table.change import updates as u
+from icepark.table.change.schema_change import Call, PropertiesChange, SchemaChange
 from icepark.table.table import Table
 from icepark.table.transaction import merge_requirements, replay
 from tests.table.committer import InMemoryCommitter, land_snapshot, make_table

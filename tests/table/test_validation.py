@@ -9,11 +9,11 @@ import pytest
 from icepark.errors import ValidationError
 from icepark.io.fileio import ArrowFileIO
 from icepark.spec.manifest import DataFile, FileContent
-from icepark.table.append import FastAppend
-from icepark.table.overwrite import DeleteFiles, Overwrite, RewriteFiles
-from icepark.table.row_delta import RowDelta
-from icepark.table.validation import (
-    FILE_PATH_FIELD_ID,
+from icepark.spec.reserved import FILE_PATH
+from icepark.table.snapshot.append import FastAppend
+from icepark.table.snapshot.overwrite import DeleteFiles, Overwrite, RewriteFiles
+from icepark.table.snapshot.row_delta import RowDelta
+from icepark.table.snapshot.validation import (
     FileFilter,
     IsolationLevel,
     isolation_level,
@@ -189,8 +189,8 @@ def test_file_filter_uses_partitions_then_metrics(tmp_path: Path) -> None:
 def test_may_apply_follows_scan_planning_rules() -> None:
     data = data_file("/d/b", "a")
     pos = DataFile("/d/p", data.file_format, ("a",), 1, 1, POS, 0,
-                   lower_bounds={FILE_PATH_FIELD_ID: b"/d/a"},
-                   upper_bounds={FILE_PATH_FIELD_ID: b"/d/c"})
+                   lower_bounds={FILE_PATH.field_id: b"/d/a"},
+                   upper_bounds={FILE_PATH.field_id: b"/d/c"})
     assert may_apply(pos, data, set())
     assert not may_apply(pos, data_file("/d/z", "a"), set())
     assert not may_apply(pos, data_file("/d/b", "b"), set())

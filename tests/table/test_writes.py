@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
-from icepark.io.arrow_transforms import source_column, to_python_values
+from icepark.io.arrow.transforms import source_column, to_python_values
 from icepark.io.fileio import ArrowFileIO
-from icepark.io.manifest import read_manifest
-from icepark.io.manifest_list import snapshot_manifests
+from icepark.io.manifest.manifest import read_manifest
+from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import FormatVersion
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
@@ -45,9 +45,9 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
-from icepark.table.metadata_builder import MetadataBuilder
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.snapshot.writes import BoundFastAppend, BoundMergeAppend, write_files
 from icepark.table.table import Table, TableTransaction
-from icepark.table.writes import BoundFastAppend, BoundMergeAppend, write_files
 from tests.table.committer import FAST_RETRIES, InMemoryCommitter
 
 ALL_TYPES = Schema.of(

@@ -8,7 +8,8 @@ version to the new version."
 
 :class:`BaseCatalog` implements that flow once: load the current version, check every
 requirement, build the new metadata with the one
-:class:`~icepark.table.metadata_builder.MetadataBuilder` (which appends the replaced file to the
+:class:`~icepark.table.change.metadata_builder.MetadataBuilder` (which appends the replaced file to
+the
 ``metadata-log`` and trims it to ``write.metadata.previous-versions-max``), then let the concrete
 catalog publish it atomically (:meth:`BaseCatalog._publish`): a compare-and-swap of a pointer
 (:mod:`icepark.catalog.metastore`, :mod:`icepark.catalog.sql`) or an exclusive create of
@@ -37,18 +38,25 @@ from icepark.catalog.identifier import (
 )
 from icepark.catalog.purge import is_under, purge_table
 from icepark.errors import AlreadyExists, NoSuchNamespace, NoSuchTable, ValidationError
+from icepark.io.arrow.schema_like import SchemaLike, to_schema
 from icepark.io.fileio import ArrowFileIO, FileIO
+from icepark.spec import clauses
 from icepark.spec.metadata import FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.serde import table_metadata_from_json, table_metadata_to_json
 from icepark.spec.sorting import SortOrder
-from icepark.table.commit import CommitResult, Identifier, TableCommitter
-from icepark.table.metadata_builder import MetadataBuilder
+from icepark.table.change.commit import CommitResult, Identifier, TableCommitter
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.change.updates import TableRequirement, TableUpdate, check_requirement
 from icepark.table.table import Table
-from icepark.table.updates import TableRequirement, TableUpdate, check_requirement
 
 log = logging.getLogger(__name__)
+
+PartitionSpecLike = PartitionSpec | str | Sequence[str] | None
+"""A partition spec, or clauses that describe one: ``"day(ts), bucket(16, id)"``."""
+SortOrderLike = SortOrder | str | Sequence[str] | None
+"""A sort order, or clauses that describe one: ``"ts desc, id"``."""
 
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 """Table property: "delete the oldest tracked version metadata files after commit"."""
@@ -96,11 +104,18 @@ class Catalog(TableCommitter, Protocol):
 
     def namespace_exists(self, namespace: NamespaceLike) -> bool: ...
 
-    def create_table(self, identifier: IdentifierLike, schema: Schema, *,
-                     partition_spec: PartitionSpec | None = None,
-                     sort_order: SortOrder | None = None, location: str | None = None,
+    def create_table(self, identifier: IdentifierLike, schema: SchemaLike, *,
+                     partition_spec: PartitionSpecLike = None,
+                     sort_order: SortOrderLike = None, location: str | None = None,
                      properties: Mapping[str, str] | None = None,
-                     format_version: FormatVersion = 2) -> Table: ...
+                     format_version: FormatVersion = 2,
+                     keep_field_ids: bool = False) -> Table: ...
+
+    def create_table_if_not_exists(
+            self, identifier: IdentifierLike, schema: SchemaLike, *,
+            partition_spec: PartitionSpecLike = None, sort_order: SortOrderLike = None,
+            location: str | None = None, properties: Mapping[str, str] | None = None,
+            format_version: FormatVersion = 2, keep_field_ids: bool = False) -> Table: ...
 
     def load_table(self, identifier: IdentifierLike) -> Table: ...
 
@@ -113,6 +128,26 @@ class Catalog(TableCommitter, Protocol):
     def rename_table(self, source: IdentifierLike, destination: IdentifierLike) -> Table: ...
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table: ...
+
+
+def _partition_spec(spec: PartitionSpecLike, schema: Schema) -> PartitionSpec | None:
+    if spec is None or isinstance(spec, PartitionSpec):
+        return spec
+    if isinstance(spec, str) or (isinstance(spec, Sequence) and all(isinstance(c, str)
+                                                                   for c in spec)):
+        return clauses.partition_spec(spec, schema, "partition_spec")
+    raise ValidationError("partition_spec must be a PartitionSpec or partition clauses such as "
+                          f"[\"day(ts)\", \"bucket(16, id)\"], not {type(spec).__name__}")
+
+
+def _sort_order(order: SortOrderLike, schema: Schema) -> SortOrder | None:
+    if order is None or isinstance(order, SortOrder):
+        return order
+    if isinstance(order, str) or (isinstance(order, Sequence) and all(isinstance(c, str)
+                                                                     for c in order)):
+        return clauses.sort_order(order, schema, "sort_order")
+    raise ValidationError("sort_order must be a SortOrder or sort clauses such as "
+                          f"\"ts desc, id\", not {type(order).__name__}")
 
 
 def read_metadata(file_io: FileIO, location: str) -> TableMetadata:
@@ -241,14 +276,26 @@ class BaseCatalog(ABC):
     def _table(self, identifier: Identifier, current: CommitResult) -> Table:
         return Table(identifier, current, self.file_io, self)
 
-    def create_table(self, identifier: IdentifierLike, schema: Schema, *,
-                     partition_spec: PartitionSpec | None = None,
-                     sort_order: SortOrder | None = None, location: str | None = None,
+    def create_table(self, identifier: IdentifierLike, schema: SchemaLike, *,
+                     partition_spec: PartitionSpecLike = None,
+                     sort_order: SortOrderLike = None, location: str | None = None,
                      properties: Mapping[str, str] | None = None,
-                     format_version: FormatVersion = 2) -> Table:
-        """Create a table with fresh column IDs; its first metadata file is written before the
-        catalog entry, and removed again if the entry cannot be made."""
+                     format_version: FormatVersion = 2,
+                     keep_field_ids: bool = False) -> Table:
+        """Create a table; its first metadata file is written before the catalog entry, and
+        removed again if the entry cannot be made.
+
+        ``schema`` is an icepark :class:`~icepark.spec.schema.Schema`, a ``pyarrow.Schema`` or
+        a Spark ``StructType``; its columns get fresh IDs from 1 (the spec's rule for a new
+        table, as the reference implementation and pyiceberg assign them) unless
+        ``keep_field_ids`` keeps the IDs it carries. ``partition_spec`` and ``sort_order`` are
+        given against ``schema``, or as clauses such as ``["day(ts)", "bucket(16, id)"]`` and
+        ``"ts desc, id"``.
+        """
         ident = table_identifier(identifier)
+        iceberg_schema = to_schema(schema, keep_field_ids)
+        spec = _partition_spec(partition_spec, iceberg_schema)
+        order = _sort_order(sort_order, iceberg_schema)
         self._require_namespace(ident[:-1])
         if self.table_exists(ident):
             raise AlreadyExists(f"Table already exists: {show(ident)}")
@@ -256,9 +303,24 @@ class BaseCatalog(ABC):
             raise ValidationError(f"Invalid table location {location!r}")
         table_location = self._table_location(ident, location)
         metadata, _ = MetadataBuilder.new_table(
-            schema, table_location, spec=partition_spec, sort_order=sort_order,
-            properties=properties, format_version=format_version)
+            iceberg_schema, table_location, spec=spec, sort_order=order,
+            properties=properties, format_version=format_version, fresh_ids=not keep_field_ids)
         return self._table(ident, self._create(ident, metadata))
+
+    def create_table_if_not_exists(
+            self, identifier: IdentifierLike, schema: SchemaLike, *,
+            partition_spec: PartitionSpecLike = None, sort_order: SortOrderLike = None,
+            location: str | None = None, properties: Mapping[str, str] | None = None,
+            format_version: FormatVersion = 2, keep_field_ids: bool = False) -> Table:
+        """The table ``identifier``, created as :meth:`create_table` does if it does not exist
+        (also when another process creates it first); an existing table is returned as it is."""
+        try:
+            return self.create_table(
+                identifier, schema, partition_spec=partition_spec, sort_order=sort_order,
+                location=location, properties=properties, format_version=format_version,
+                keep_field_ids=keep_field_ids)
+        except AlreadyExists:
+            return self.load_table(identifier)
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         ident = table_identifier(identifier)
@@ -296,7 +358,7 @@ class BaseCatalog(ABC):
 
         Spec, *Metastore Tables*: "If the swap fails, another writer has already created
         ``V+1``. The current writer goes back to step 1." Going back is the caller's job
-        (:func:`icepark.table.commit.commit_with_retry`); this raises :class:`CommitFailed`.
+        (:func:`icepark.table.change.commit.commit_with_retry`); this raises :class:`CommitFailed`.
         An empty ``updates`` changes nothing and writes nothing.
         """
         ident = table_identifier(identifier)

@@ -78,7 +78,7 @@ from icepark.errors import (
 from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.serde import table_metadata_to_json
-from icepark.table.commit import CommitResult, Identifier
+from icepark.table.change.commit import CommitResult, Identifier
 from icepark.table.table import Table
 
 log = logging.getLogger(__name__)

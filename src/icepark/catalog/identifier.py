@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from icepark.errors import ValidationError
-from icepark.table.commit import Identifier
+from icepark.table.change.commit import Identifier
 
 NamespaceLike = str | Sequence[str]
 """``"a.b"`` or ``("a", "b")``."""

@@ -50,7 +50,7 @@ from icepark.errors import (
 )
 from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
-from icepark.table.commit import CommitResult, Identifier
+from icepark.table.change.commit import CommitResult, Identifier
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from icepark.io.fileio import FileIO
-from icepark.io.manifest import read_manifest
-from icepark.io.manifest_list import read_manifest_list
+from icepark.io.manifest.manifest import read_manifest
+from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.metadata import TableMetadata
 

@@ -54,7 +54,7 @@ from icepark.catalog.identifier import (
 from icepark.catalog.metastore import MetastoreCatalog
 from icepark.errors import AlreadyExists, NoSuchNamespace, NoSuchTable, ValidationError
 from icepark.io.fileio import FileIO
-from icepark.table.commit import Identifier
+from icepark.table.change.commit import Identifier
 from icepark.table.table import Table
 
 URI = "uri"

@@ -17,7 +17,7 @@ from icepark.cli.table_commands import spec_text
 from icepark.errors import AlreadyExists, FileNotFound, ValidationError
 from icepark.spec.schema import Schema
 from icepark.spec.serde import schema_from_json
-from icepark.table.commit import Identifier
+from icepark.table.change.commit import Identifier
 
 Handler = Callable[[argparse.Namespace, Output], int]
 

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from icepark import __version__
 from icepark.cli import catalog_commands, spark_commands, table_commands
 from icepark.cli.catalog_options import add_catalog_options, add_output_options
 from icepark.cli.render import Output
@@ -62,6 +63,44 @@ Global options may also follow the command: icepark tables db --json
 """
 
 
+EXAMPLES: dict[str, str] = {
+    "namespaces": "icepark namespaces create db --set owner=ana",
+    "tables": "icepark tables db --json",
+    "create": 'icepark create db.events --schema schema.json --partition-by "day(ts),kind"',
+    "drop": "icepark drop db.events --purge",
+    "rename": "icepark rename db.events prod.events",
+    "describe": "icepark describe db.events",
+    "schema": "icepark schema db.events --json",
+    "history": "icepark history db.events",
+    "snapshots": "icepark snapshots db.events --json",
+    "files": "icepark files db.events --snapshot 123",
+    "properties": "icepark properties set db.events owner=ana",
+    "properties get": "icepark properties get db.events owner",
+    "properties set": "icepark properties set db.events owner=ana write.format.default=parquet",
+    "properties remove": "icepark properties remove db.events owner",
+    "expire-snapshots": "icepark expire-snapshots db.events --older-than 7d --retain-last 5",
+    "ingest": 'icepark ingest db.events data/ --partition-by "day(ts),kind" --mode append',
+    "query": "icepark query db.events --where \"kind = 'click'\" --columns id,ts --limit 5",
+    "delete": "icepark delete db.events --where \"kind = 'spam'\"",
+    "quickstart": "icepark quickstart --rows 100000",
+    "metadata": "icepark metadata warehouse/db/events/metadata/00001-x.metadata.json",
+}
+"""One example per command, shown at the end of its ``--help``."""
+
+
+def _add_examples(parser: argparse.ArgumentParser, path: str = "") -> None:
+    """Put the example of each (sub)command of ``parser`` under its help text."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                command = f"{path} {name}".strip()
+                example = EXAMPLES.get(command)
+                if example is not None:
+                    sub.epilog = f"example:\n  {example}"
+                    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+                _add_examples(sub, command)
+
+
 def exit_code(error: BaseException) -> int:
     """The exit code for ``error`` (see :data:`EXIT_CODES`).
 
@@ -92,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="icepark", description="Apache Iceberg tables on PySpark", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"icepark {__version__}")
     add_output_options(parser, suppress=False)
     add_catalog_options(parser, suppress=False)
     output = argparse.ArgumentParser(add_help=False)
@@ -112,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
                                help="describe a table metadata JSON file")
     show.add_argument("path", type=Path)
     show.set_defaults(handler=_metadata)
+    _add_examples(parser)
     return parser
 
 
@@ -136,10 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _quickstart(args: argparse.Namespace, out: Output) -> int:
-    from icepark.cli import quickstart  # noqa: PLC0415 - keeps `icepark --help` fast
+    from icepark.cli.quickstart import run as quickstart  # noqa: PLC0415 - keeps `icepark --help` fast
 
     summary = (quickstart.__doc__ or "").strip().split("\n\n")[0].replace("``", "")
-    parser = argparse.ArgumentParser(prog="icepark quickstart", description=summary)
+    parser = argparse.ArgumentParser(
+        prog="icepark quickstart", description=summary,
+        epilog=f"example:\n  {EXAMPLES['quickstart']}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     quickstart.add_arguments(parser)
     return quickstart.run(parser.parse_args(args.extra, namespace=args))
 

@@ -106,7 +106,7 @@ def ingest(args: argparse.Namespace, out: Output) -> int:
     start = time.monotonic()
     with spark_session(args, out) as spark:
         from icepark.spark.schema import to_iceberg  # noqa: PLC0415 - imports pyspark
-        from icepark.spark.write import write  # noqa: PLC0415
+        from icepark.spark.writer.write import write  # noqa: PLC0415
 
         out.progress(f"reading {inputs.describe()}...")
         df = read_inputs(spark, inputs)
@@ -159,7 +159,7 @@ def query(args: argparse.Namespace, out: Output) -> int:
         _checked_filter(table, where, scan.schema())
     start = time.monotonic()
     with spark_session(args, out) as spark:
-        from icepark.spark.read import read  # noqa: PLC0415 - imports pyspark
+        from icepark.spark.reader.read import read  # noqa: PLC0415 - imports pyspark
 
         out.progress(f"reading {table.name}...")
         df = read(spark, table, where, columns, snapshot_id=args.snapshot,
@@ -184,7 +184,7 @@ def delete(args: argparse.Namespace, out: Output) -> int:
     _checked_filter(table, args.where)
     start = time.monotonic()
     with spark_session(args, out) as spark:
-        from icepark.spark.delete import delete_rows  # noqa: PLC0415 - imports pyspark
+        from icepark.spark.rowlevel.delete import delete_rows  # noqa: PLC0415 - imports pyspark
 
         out.progress(f"deleting rows of {show(table.identifier)} where {args.where}...")
         result = delete_rows(spark, table, args.where)

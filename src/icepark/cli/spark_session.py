@@ -19,7 +19,7 @@ from typing import Any
 from icepark.cli.arguments import key_values
 from icepark.cli.data_inputs import DataInputs, first_file, resolve_inputs
 from icepark.cli.render import Output
-from icepark.io.parquet_schema import parquet_schema
+from icepark.io.parquet.schema import parquet_schema
 from icepark.spec.schema import Schema
 
 SparkSession = Any

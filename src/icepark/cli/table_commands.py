@@ -24,8 +24,8 @@ from icepark.spec.serde import (
 )
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.sorting import SortOrder
-from icepark.table import inspect
-from icepark.table.expire import plan_expiry
+from icepark.table.inspect import tables as inspect
+from icepark.table.maintenance.expire import plan_expiry
 from icepark.table.table import Table
 
 

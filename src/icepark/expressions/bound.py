@@ -50,9 +50,9 @@ from icepark.expressions.expr import (
     format_predicate,
 )
 from icepark.expressions.literals import Gap, convert, value_range
+from icepark.spec.bounds import sort_key
 from icepark.spec.schema import Accessor, Schema
 from icepark.spec.types import NestedField, PrimitiveType, TypeId
-from icepark.spec.values import sort_key
 
 T = TypeVar("T")
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})

@@ -32,8 +32,9 @@ from decimal import Decimal
 from typing import Any
 
 from icepark.spec import datetimes as dt
+from icepark.spec.bounds import from_bytes
 from icepark.spec.types import PrimitiveType, TypeId
-from icepark.spec.values import check_value, from_bytes
+from icepark.spec.values import check_value
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)

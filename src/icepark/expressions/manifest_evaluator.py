@@ -11,7 +11,7 @@ partition field, or null if all values are null or NaN" (likewise the upper boun
 >>> from icepark.spec.partitioning import PartitionSpecBuilder
 >>> from icepark.spec.schema import Schema
 >>> from icepark.spec.types import INT, NestedField
->>> from icepark.spec.values import to_bytes
+>>> from icepark.spec.bounds import to_bytes
 >>> schema = Schema.of(NestedField.optional(1, "x", INT))
 >>> spec = PartitionSpecBuilder(schema).truncate("x", 10).build()
 >>> summary = FieldSummary(False, None, to_bytes(INT, 10), to_bytes(INT, 50))

@@ -21,7 +21,7 @@ never count as "all null".
 >>> from icepark.spec.manifest import DataFile, FileFormat
 >>> from icepark.spec.schema import Schema
 >>> from icepark.spec.types import LONG, NestedField
->>> from icepark.spec.values import to_bytes
+>>> from icepark.spec.bounds import to_bytes
 >>> schema = Schema.of(NestedField.optional(1, "id", LONG))
 >>> f = DataFile("f.parquet", FileFormat.PARQUET, (), record_count=10, file_size_in_bytes=1,
 ...              value_counts={1: 10}, null_value_counts={1: 0},

@@ -1,7 +1,7 @@
 """A :class:`~icepark.io.fileio.FileIO` that serves files already read into memory.
 
 Scan planning reads the bytes of each data manifest in the planning process and hands them to a
-forked worker process to decode (:mod:`icepark.table.planner`): the worker then never opens a
+forked worker process to decode (:mod:`icepark.table.scan.planner`): the worker then never opens a
 file system client (an object store's SDK, with its own threads and connections, is not safe to
 use across a ``fork``). Every other location goes to the wrapped FileIO.
 

@@ -1,0 +1,156 @@
+"""icepark for Spark users: every entry point as a plain function::
+
+    import icepark.spark as ips
+    spark = ips.build_session()
+    ips.write(df, "db.events", mode="append", create=True, partition_by=["day(ts)"])
+    ips.read(spark, "db.events", row_filter="kind = 'click'", columns=["id", "ts"])
+    ips.delete(spark, "db.events", "kind = 'spam'")
+
+A table is given as a :class:`~icepark.table.table.Table` or as an identifier (``"db.events"``)
+in the catalog the session was configured with (:func:`configure`; the default catalog
+otherwise). Metadata work (planning, commits) runs here, in the driver; data work runs in
+Spark tasks. The functions are thin: each names where its work is done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from icepark.catalog import Catalog
+from icepark.errors import NoSuchTable
+from icepark.expressions import Expr
+from icepark.spark import session as _session
+from icepark.spark import tables as _tables
+from icepark.spark.datasource.source import register as register_datasource
+from icepark.spark.metadata_tables import metadata_table as _metadata_table
+from icepark.spark.reader.read import read as _read
+from icepark.spark.reader.read import read_incremental as _read_incremental
+from icepark.spark.rowlevel.delete import DeleteResult
+from icepark.spark.rowlevel.delete import delete_rows as _delete_rows
+from icepark.spark.schema import to_iceberg, to_spark
+from icepark.spark.session import build_session
+from icepark.spark.tables import TableLike, session_catalog
+from icepark.spark.writer.write import write as _write
+from icepark.spec.metadata import FormatVersion
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table.table import Table
+
+
+def configure(spark: SparkSession, catalog: Catalog | str | None = None,
+              **catalog_properties: str) -> SparkSession:
+    """Ready an existing session (a cluster's, a notebook's) for icepark and name its catalog.
+
+    Applies icepark's runtime settings (:func:`icepark.spark.session.configure`: field-ID
+    Parquet reads and writes, microsecond timestamps, UTC), registers the ``icepark`` data
+    source, and makes ``catalog`` (a catalog object, or a name loaded with
+    ``catalog_properties`` such as ``uri=`` and ``warehouse=``) the one table identifiers
+    resolve in. Returns ``spark``.
+    """
+    _session.configure(spark)
+    register_datasource(spark)
+    _tables.use_catalog(spark, catalog, catalog_properties)
+    return spark
+
+
+def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
+        spark: SparkSession, table: TableLike, row_filter: str | Expr | None = None,
+        columns: Sequence[str] | None = None, snapshot_id: int | None = None,
+        as_of_timestamp: int | None = None, ref: str | None = None) -> DataFrame:
+    """The rows of ``table`` matching ``row_filter`` (``"kind = 'click' AND id > 5"``), with
+    ``columns`` (all by default), at the current snapshot or one chosen by ``snapshot_id``,
+    ``as_of_timestamp`` (milliseconds) or ``ref`` (a branch or tag).
+
+    Only the planned files and needed columns are read, by Spark's own Parquet reader, with
+    deletes applied (:func:`icepark.spark.reader.read.read`).
+    """
+    return _read(spark, _tables.resolve(spark, table), row_filter, columns, snapshot_id,
+                 as_of_timestamp, ref)
+
+
+def read_incremental(  # noqa: PLR0917 - the order of icepark.spark.reader.read
+        spark: SparkSession, table: TableLike, from_snapshot_id: int | None,
+        to_snapshot_id: int | None = None, row_filter: str | Expr | None = None,
+        columns: Sequence[str] | None = None) -> DataFrame:
+    """The rows appended after ``from_snapshot_id`` (exclusive) up to ``to_snapshot_id``
+    (inclusive; the current snapshot by default): appends only
+    (:func:`icepark.spark.reader.read.read_incremental`)."""
+    return _read_incremental(spark, _tables.resolve(spark, table), from_snapshot_id,
+                             to_snapshot_id, row_filter, columns)
+
+
+def write(df: DataFrame, table: TableLike, mode: str = "append", *,
+          overwrite_filter: str | Expr | None = None, branch: str = MAIN_BRANCH,
+          snapshot_properties: Mapping[str, str] | None = None, merge_schema: bool = False,
+          create: bool = False, partition_by: str | Sequence[str] | None = None,
+          sort_by: str | Sequence[str] | None = None,
+          properties: Mapping[str, str] | None = None,
+          format_version: FormatVersion = 2) -> Table:
+    """Write ``df`` to ``table`` in one snapshot and return the table at its new version.
+
+    ``mode`` is ``append``, ``overwrite`` (the rows matching ``overwrite_filter``; all rows by
+    default) or ``dynamic`` (the partitions present in ``df``). ``merge_schema`` first adds
+    the DataFrame's new columns to the table. Files are written in the Spark tasks and
+    committed once (:func:`icepark.spark.writer.write.write`).
+
+    With ``create=True`` a missing table is created from ``df.schema`` (fresh field IDs), as
+    ``df.writeTo(t).create()`` does, partitioned by ``partition_by`` (``"day(ts)"``,
+    ``"bucket(16, id)"``), sorted by ``sort_by`` (``"ts desc, id"``), with ``properties`` and
+    ``format_version``; those four apply only when the table is created.
+    """
+    spark = df.sparkSession
+    if isinstance(table, Table):
+        target = table
+    elif create:
+        target = session_catalog(spark).create_table_if_not_exists(
+            table, df.schema, partition_spec=partition_by, sort_order=sort_by,
+            properties=properties, format_version=format_version)
+    else:
+        try:
+            target = _tables.resolve(spark, table)
+        except NoSuchTable as e:
+            raise NoSuchTable(f"{e}; pass create=True to create it from the DataFrame's "
+                              "schema") from e
+    return _write(df, target, mode, overwrite_filter=overwrite_filter, branch=branch,
+                  snapshot_properties=snapshot_properties, merge_schema=merge_schema)
+
+
+def delete(spark: SparkSession, table: TableLike, where: str | Expr, *,
+           branch: str = MAIN_BRANCH,
+           snapshot_properties: Mapping[str, str] | None = None) -> DeleteResult:
+    """Delete the rows of ``table`` matching ``where`` in one snapshot: copy-on-write (files
+    rewritten without them) or merge-on-read (position delete files), as the table property
+    ``write.delete.mode`` says (:func:`icepark.spark.rowlevel.delete.delete_rows`)."""
+    return _delete_rows(spark, _tables.resolve(spark, table), where, branch=branch,
+                        snapshot_properties=snapshot_properties)
+
+
+def metadata_table(spark: SparkSession, table: TableLike, name: str,
+                   snapshot_id: int | None = None) -> DataFrame:
+    """A metadata table of ``table`` (``snapshots``, ``history``, ``refs``, ``manifests``,
+    ``files``, ``entries``, ``partitions`` and their ``all_`` forms) as a DataFrame."""
+    return _metadata_table(spark, _tables.resolve(spark, table), name, snapshot_id)
+
+
+def load_table(spark: SparkSession, identifier: TableLike) -> Table:
+    """The table ``identifier`` names in the session's catalog."""
+    return _tables.resolve(spark, identifier)
+
+
+__all__ = [
+    "DeleteResult",
+    "TableLike",
+    "build_session",
+    "configure",
+    "delete",
+    "load_table",
+    "metadata_table",
+    "read",
+    "read_incremental",
+    "register_datasource",
+    "session_catalog",
+    "to_iceberg",
+    "to_spark",
+    "write",
+]

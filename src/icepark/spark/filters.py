@@ -2,7 +2,7 @@
 
 A bound, NOT-free expression (comparisons, ``in``/``not in``, null and NaN tests,
 ``starts_with`` and their negations, ``and``/``or``) becomes a Spark condition with the same
-SQL semantics as :mod:`icepark.io.arrow_expressions`: comparisons are false for null, NaN
+SQL semantics as :mod:`icepark.io.arrow.expressions`: comparisons are false for null, NaN
 compares false except for ``!=`` and ``not in`` (spec, *Scan Planning*: "Scan predicates ...
 are evaluated ... using the same semantics as the row filter"). A predicate that cannot be
 translated raises :class:`~icepark.errors.UnsupportedFeature` naming it; constants stay Python
@@ -35,10 +35,9 @@ from icepark.expressions.bound import (
     visit,
 )
 from icepark.expressions.expr import Op
+from icepark.spark.schema import quote
 from icepark.spec.schema import Schema
 from icepark.spec.types import TypeId
-
-from .schema import quote
 
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
 _EPOCH = dt.date(1970, 1, 1)

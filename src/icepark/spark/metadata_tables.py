@@ -1,6 +1,6 @@
 """Metadata tables as Spark DataFrames.
 
-The tables are computed on the driver by :mod:`icepark.table.inspect` (metadata and manifests
+The tables are computed on the driver by :mod:`icepark.table.inspect.tables` (metadata and manifests
 are small next to the data) and handed to Spark as Arrow: ``spark.createDataFrame(arrow)``.
 Spark types follow the Arrow ones: ``timestamptz`` columns become ``TimestampType``, maps
 ``MapType``, structs ``StructType`` (``partition``, ``readable_metrics``, ``data_file``).
@@ -18,13 +18,14 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from icepark.table import inspect
+from icepark.table.inspect import tables as inspect
 from icepark.table.table import Table
 
 
 def metadata_table(spark: SparkSession, table: Table, name: str,
                    snapshot_id: int | None = None) -> DataFrame:
-    """The metadata table ``name`` of ``table`` (see :func:`icepark.table.inspect.metadata_table`)
+    """The metadata table ``name`` of ``table`` (see
+    :func:`icepark.table.inspect.tables.metadata_table`)
     as a DataFrame; ``snapshot_id`` selects the snapshot of the snapshot-level tables."""
     arrow = inspect.metadata_table(table, name, snapshot_id)
     return spark.createDataFrame(spark_compatible(arrow))

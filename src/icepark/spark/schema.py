@@ -66,7 +66,8 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import UnsupportedFeature, ValidationError
-from icepark.io.arrow_transforms import from_python_values
+from icepark.io.arrow import schema_like
+from icepark.io.arrow.transforms import from_python_values
 from icepark.spec.schema import Schema, SchemaVisitor, assign_fresh_ids, index_by_name, visit
 from icepark.spec.types import (
     BINARY,
@@ -464,3 +465,15 @@ def _convert(col: Column, t: IcebergType, target: Any,
             return col
         case _:
             return col
+
+
+def _as_table_schema(struct: T.StructType, keep_field_ids: bool) -> Schema:
+    """A new table's schema from a Spark ``StructType``
+    (:func:`icepark.io.arrow.schema_like.to_schema`)."""
+    if keep_field_ids and not any(i is not None for i in _given_ids(struct)):
+        raise ValidationError(f"keep_field_ids=True, but the Spark schema carries no field IDs "
+                              f"({FIELD_ID!r} metadata); leave it False to assign fresh IDs")
+    return to_iceberg(struct, fresh_ids=not keep_field_ids)
+
+
+schema_like.register(T.StructType, _as_table_schema)

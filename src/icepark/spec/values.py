@@ -1,4 +1,5 @@
-r"""Single values of Iceberg types: checking, Appendix D binary and JSON forms, and bound order.
+r"""Single values of Iceberg types: checking, conversion from Python objects, and the
+Appendix D JSON form (the binary form and bound order are in :mod:`icepark.spec.bounds`).
 
 Python values follow :mod:`icepark.spec.types`: ``bool``; ``int`` for int/long; ``float``;
 ``decimal.Decimal`` whose exponent is ``-S``; days from 1970-01-01 for date; microseconds from
@@ -12,8 +13,6 @@ binary values in the lower and upper bounds maps of manifest files"; JSON single
 for default values and partition data.
 
 >>> from icepark.spec.types import INT, PrimitiveType
->>> to_bytes(INT, 34)
-b'"\x00\x00\x00'
 >>> to_json(PrimitiveType.decimal(4, 2), Decimal("14.20"))
 '14.20'
 >>> from_json(PrimitiveType.decimal(4, 2), "14.2")
@@ -25,12 +24,11 @@ icepark.errors.ValidationError: Invalid decimal(4,2) value Decimal('14.2'): scal
 from __future__ import annotations
 
 import math
-import operator
 import re
 import reprlib
 import struct
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Hashable
 from datetime import date, datetime, time
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
@@ -49,12 +47,6 @@ from icepark.spec.types import (
 
 JsonValue = Any  # what json.loads returns: None, bool, int, float, str, list or dict
 
-# Appendix D: "Stored as 4-byte little-endian" (int, float, date) or 8-byte (long, double, time,
-# timestamp, timestamptz).
-_FORMATS = {
-    TypeId.INT: "<i", TypeId.LONG: "<q", TypeId.FLOAT: "<f", TypeId.DOUBLE: "<d",
-    TypeId.DATE: "<i", TypeId.TIME: "<q", TypeId.TIMESTAMP: "<q", TypeId.TIMESTAMPTZ: "<q",
-}
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 # Inclusive ranges of the integer-valued types: 32/64-bit signed, time within one day.
@@ -62,7 +54,7 @@ _RANGES = {
     TypeId.INT: _INT32, TypeId.LONG: _INT64, TypeId.DATE: _INT32,
     TypeId.TIME: (0, dt.MICROS_PER_DAY - 1), TypeId.TIMESTAMP: _INT64, TypeId.TIMESTAMPTZ: _INT64,
 }
-_NESTED = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
+NESTED = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX_RE = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _EXAMPLES = {TypeId.DATE: "'2017-11-16'", TypeId.TIME: "'22:31:08.123456'",
@@ -98,13 +90,13 @@ def _is_float32(value: float) -> bool:
     return math.isnan(value) or _round_float32(value) == value
 
 
-def _unscaled(value: Decimal) -> int:
+def unscaled_int(value: Decimal) -> int:
     sign, digits, _ = value.as_tuple()
     unscaled = int("".join(map(str, digits)))
     return -unscaled if sign else unscaled
 
 
-def _decimal(unscaled: int, scale: int) -> Decimal:
+def scaled_decimal(unscaled: int, scale: int) -> Decimal:
     return Decimal(f"{unscaled}E{-scale}")  # exact: the string constructor never rounds
 
 
@@ -177,93 +169,6 @@ def _check_nullable(f: NestedField, value: Any) -> None:
         check_value(f.field_type, value)
 
 
-def to_bytes(t: PrimitiveType, value: Any) -> bytes:
-    r"""Appendix D binary single-value serialization of a checked value (bounds maps).
-
-    "decimal(P, S): Stores unscaled value as two's-complement big-endian binary, using the
-    minimum number of bytes for the value"; "uuid: 16-byte big-endian value".
-
-    >>> from icepark.spec.types import UUID, PrimitiveType
-    >>> to_bytes(PrimitiveType.decimal(3, 2), Decimal("-1.00"))
-    b'\x9c'
-    >>> to_bytes(UUID, uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")).hex(" ").upper()
-    'F7 9C 3E 09 67 7C 4B BD A4 79 3F 34 9C B7 85 E7'
-    """
-    if t.type_id in _NESTED:
-        raise ValidationError(f"Binary serialization of {t} is not supported (Appendix D)")
-    check_value(t, value)
-    match t.type_id:
-        case TypeId.BOOLEAN:
-            return b"\x01" if value else b"\x00"
-        case TypeId.STRING:
-            return bytes(value.encode())
-        case TypeId.UUID:
-            return bytes(value.bytes)
-        case TypeId.FIXED | TypeId.BINARY:
-            return bytes(value)
-        case TypeId.DECIMAL:
-            unscaled = _unscaled(value)
-            size = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
-            return unscaled.to_bytes(size, "big", signed=True)
-        case _:
-            return struct.pack(_FORMATS[t.type_id], value)
-
-
-def from_bytes(t: PrimitiveType, data: bytes) -> Any:
-    r"""Decode an Appendix D binary single value, e.g. a lower or upper bound.
-
-    boolean: "0x00 for false, non-zero byte for true". Type promotion leaves old bounds alone,
-    so, as the reference implementations do, a 4-byte ``long`` decodes as a little-endian int
-    and a 4-byte ``double`` as a float (bounds written before int->long or float->double). A
-    ``fixed(L)`` value may be shorter than L: bounds may be truncated. Any other length is an
-    error; struct, list and map are "Not supported".
-
-    >>> from icepark.spec.types import INT, LONG
-    >>> from_bytes(LONG, to_bytes(INT, -5))
-    -5
-    >>> from_bytes(INT, b"\x01\x02\x03")
-    Traceback (most recent call last):
-    ...
-    icepark.errors.ValidationError: Cannot decode int from 3 bytes: expected 4
-    """
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ValidationError(f"Cannot decode {t} from {type(data).__name__}: expected bytes")
-    data, size = bytes(data), len(data)
-    match t.type_id:
-        case TypeId.STRUCT | TypeId.LIST | TypeId.MAP:
-            raise ValidationError(f"Binary serialization of {t} is not supported (Appendix D)")
-        case TypeId.BOOLEAN:
-            _expect_size(t, data, 1)
-            return data[0] != 0
-        case TypeId.STRING:
-            try:
-                return data.decode()
-            except UnicodeDecodeError as e:
-                raise ValidationError(f"Cannot decode {t}: invalid UTF-8 ({e.reason})") from e
-        case TypeId.UUID:
-            _expect_size(t, data, 16)
-            return uuid.UUID(bytes=data)
-        case TypeId.FIXED if size > t.length:
-            raise ValidationError(f"Cannot decode {t} from {size} bytes: expected {t.length}")
-        case TypeId.FIXED | TypeId.BINARY:
-            return data
-        case TypeId.DECIMAL if size == 0:
-            raise ValidationError(f"Cannot decode {t} from 0 bytes: expected at least 1")
-        case TypeId.DECIMAL:
-            return _decimal(int.from_bytes(data, "big", signed=True), t.scale)
-        case TypeId.LONG | TypeId.DOUBLE if size == 4:  # written before int->long, float->double
-            return struct.unpack("<i" if t.type_id is TypeId.LONG else "<f", data)[0]
-        case _:
-            fmt = _FORMATS[t.type_id]
-            _expect_size(t, data, struct.calcsize(fmt))
-            return struct.unpack(fmt, data)[0]
-
-
-def _expect_size(t: PrimitiveType, data: bytes, size: int) -> None:
-    if len(data) != size:
-        raise ValidationError(f"Cannot decode {t} from {len(data)} bytes: expected {size}")
-
-
 def to_json(t: IcebergType, value: Any) -> JsonValue:
     """Appendix D JSON single-value serialization of a checked value.
 
@@ -301,7 +206,7 @@ def _to_json(t: IcebergType, value: Any) -> JsonValue:
         case PrimitiveType(type_id=TypeId.FLOAT):
             return _shortest_float32(value)
         case PrimitiveType(type_id=TypeId.DECIMAL):
-            return _decimal_str(_unscaled(value), t.scale)
+            return _decimal_str(unscaled_int(value), t.scale)
         case PrimitiveType(type_id=TypeId.TIME):
             return dt.micros_to_iso_time(value)
         case PrimitiveType(type_id=TypeId.DATE | TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ):
@@ -516,66 +421,8 @@ def _quantize(t: PrimitiveType, value: int | float | str | Decimal) -> Decimal:
         exact = Decimal(repr(value) if isinstance(value, float) else value)
         if not exact.is_finite():
             raise _invalid(t, value, "expected a finite number")
-        quantized = exact.quantize(_decimal(1, t.scale), context=_WIDE)
+        quantized = exact.quantize(scaled_decimal(1, t.scale), context=_WIDE)
     except InvalidOperation as e:
         raise _invalid(t, value, f"not a decimal number with scale {t.scale}") from e
     _require(quantized == exact, t, value, f"has more than {t.scale} digits after the point")
     return quantized
-
-
-def sort_key(t: PrimitiveType) -> Callable[[Any], Any]:
-    """A key function ordering values of ``t`` as the spec and the reference implementation do.
-
-    Floats: "-NaN < -Infinity < -value < -0 < 0 < value < Infinity < NaN", i.e. IEEE 754
-    totalOrder, from the sign-folded bit pattern. Strings sort by code point, which is the
-    UTF-8 byte order; fixed and binary by unsigned bytes. UUIDs sort by their 16 big-endian
-    bytes, unsigned (RFC 4122/9562, as Parquet's UUID order and newer Iceberg Java); older
-    Java compared two signed longs, so its bounds may disagree for UUIDs whose first or ninth
-    byte is 0x80 or more.
-
-    >>> from icepark.spec.types import DOUBLE
-    >>> sorted([1.0, math.nan, -0.0, -math.inf, 0.0, -math.nan], key=sort_key(DOUBLE))
-    [nan, -inf, -0.0, 0.0, 1.0, nan]
-    """
-    match t.type_id:
-        case TypeId.STRUCT | TypeId.LIST | TypeId.MAP:
-            raise ValidationError(f"Values of {t} have no order for bounds")
-        case TypeId.FLOAT | TypeId.DOUBLE:
-            return _float_order
-        case TypeId.UUID:
-            return operator.attrgetter("bytes")
-        case _:
-            return lambda value: value
-
-
-def _float_order(value: float) -> int:
-    bits: int = struct.unpack("<q", struct.pack("<d", value))[0]
-    return bits if bits >= 0 else bits ^ 0x7FFF_FFFF_FFFF_FFFF
-
-
-def _bound_candidates(t: PrimitiveType, values: Iterable[Any]) -> Iterator[Any]:
-    floats = t.type_id in {TypeId.FLOAT, TypeId.DOUBLE}
-    return (v for v in values if v is not None and not (floats and math.isnan(v)))
-
-
-def lower_bound(t: PrimitiveType, values: Iterable[Any]) -> Any | None:
-    """The least non-null, non-NaN value, or None if there is none.
-
-    Spec, *Manifests*: "For float and double, the value -0.0 must precede +0.0, as in the IEEE
-    754 totalOrder predicate. NaNs are not permitted as lower or upper bounds."
-
-    >>> from icepark.spec.types import DOUBLE
-    >>> lower_bound(DOUBLE, [0.0, None, math.nan, -0.0])
-    -0.0
-    """
-    return min(_bound_candidates(t, values), key=sort_key(t), default=None)
-
-
-def upper_bound(t: PrimitiveType, values: Iterable[Any]) -> Any | None:
-    """The greatest non-null, non-NaN value, or None if there is none (see :func:`lower_bound`).
-
-    >>> from icepark.spec.types import DOUBLE
-    >>> upper_bound(DOUBLE, [-0.0, math.nan, 0.0])
-    0.0
-    """
-    return max(_bound_candidates(t, values), key=sort_key(t), default=None)

@@ -2,7 +2,8 @@
 
 A :class:`Table` is a snapshot of the catalog's pointer: ``metadata`` does not change until
 :meth:`Table.refresh` or a commit through this object. Every change goes through
-:func:`icepark.table.commit.commit_with_retry`, which replays it on the refreshed table after a
+:func:`icepark.table.change.commit.commit_with_retry`, which replays it on the refreshed table
+after a
 conflict.
 
 Changes open as builders that commit on ``commit()`` or on leaving a ``with`` block:
@@ -34,18 +35,15 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from icepark.spec.sorting import SortOrder
-from icepark.table.append import merge_enabled
-from icepark.table.commit import (
+from icepark.table.change.commit import (
     Change,
     CommitResult,
     Identifier,
     TableCommitter,
     commit_with_retry,
 )
-from icepark.table.expire import ExpireResult, ExpireSnapshots, delete_unreachable_files
-from icepark.table.read import DataScan
-from icepark.table.refs import ManageSnapshots
-from icepark.table.schema_change import (
+from icepark.table.change.manage_snapshots import ManageSnapshots
+from icepark.table.change.schema_change import (
     FormatVersionChange,
     PropertiesChange,
     ReplaceSortOrder,
@@ -53,8 +51,10 @@ from icepark.table.schema_change import (
     UpdateSchema,
     UpdateSpec,
 )
-from icepark.table.transaction import Transaction
-from icepark.table.writes import (
+from icepark.table.maintenance.expire import ExpireResult, ExpireSnapshots, delete_unreachable_files
+from icepark.table.scan.read import DataScan
+from icepark.table.snapshot.append import merge_enabled
+from icepark.table.snapshot.writes import (
     BoundDeleteFiles,
     BoundFastAppend,
     BoundMergeAppend,
@@ -66,6 +66,7 @@ from icepark.table.writes import (
     bind,
     overwrite_change,
 )
+from icepark.table.transaction import Transaction
 
 
 class TableWrites:
@@ -85,7 +86,7 @@ class TableWrites:
 
     def append(self, data: WriteData, *, branch: str = MAIN_BRANCH,
                snapshot_properties: Mapping[str, str] | None = None) -> Self:
-        """Append rows (see :mod:`icepark.table.writes`): one ``append`` snapshot."""
+        """Append rows (see :mod:`icepark.table.snapshot.writes`): one ``append`` snapshot."""
         self._submit([append_change(self.io, self.metadata, data, branch=branch,
                                     snapshot_properties=snapshot_properties)])
         return self
@@ -159,7 +160,7 @@ class TableWrites:
                                    case_sensitive=case_sensitive), self._submit)
 
 
-class TableTransaction(Transaction, TableWrites):
+class TableTransaction(Transaction["Table"], TableWrites):
     """A :class:`~icepark.table.transaction.Transaction` that also stages writes: data files
     are written at once against the staged metadata, and committed with the rest."""
 
@@ -316,14 +317,16 @@ class Table(TableWrites):
 
     def update_schema(self, allow_incompatible_changes: bool = False,
                       case_sensitive: bool = True) -> UpdateSchema:
-        """Evolve the schema; methods as :class:`~icepark.spec.schema_evolution.SchemaUpdate`."""
+        """Evolve the schema; methods as
+        :class:`~icepark.spec.evolution.schema_update.SchemaUpdate`.
+        """
         return UpdateSchema(self.metadata, self._submit,
                             allow_incompatible_changes=allow_incompatible_changes,
                             case_sensitive=case_sensitive)
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
         """Evolve the partition spec; methods as
-        :class:`~icepark.spec.partition_evolution.SpecUpdate`."""
+        :class:`~icepark.spec.evolution.spec_update.SpecUpdate`."""
         return UpdateSpec(self.metadata, self._submit, case_sensitive=case_sensitive)
 
     def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
@@ -363,7 +366,8 @@ class Table(TableWrites):
     def expire_snapshots(self, older_than_ms: int | None = None, retain_last: int | None = None,
                          snapshot_ids: Iterable[int] = (), *,
                          clean_files: bool = True) -> ExpireResult:
-        """Expire snapshots by the retention policy (see :mod:`icepark.table.expire`), then,
+        """Expire snapshots by the retention policy (see :mod:`icepark.table.maintenance.expire`),
+        then,
         once the commit succeeded, delete the files no retained snapshot reaches (unless
         ``clean_files`` is False). Nothing is deleted when the commit fails or its outcome is
         unknown."""

@@ -11,8 +11,8 @@ change on the refreshed table, re-validating each.
 
 >>> from icepark.spec.schema import Schema
 >>> from icepark.spec.types import LONG, STRING, NestedField
->>> from icepark.table.metadata_builder import MetadataBuilder
->>> from icepark.table.schema_change import Call, PropertiesChange, SchemaChange
+>>> from icepark.table.change.metadata_builder import MetadataBuilder
+>>> from icepark.table.change.schema_change import Call, PropertiesChange, SchemaChange
 >>> md, _ = MetadataBuilder.new_table(Schema.of(NestedField.required(1, "id", LONG)), "/t")
 >>> first = SchemaChange((Call("add_column", ("a", STRING)),))
 >>> second = SchemaChange((Call("add_column", ("b", STRING)),))
@@ -27,15 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, Self, TypeVar
 
 from icepark.errors import ValidationError
+from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
-from icepark.table import updates as u
-from icepark.table.commit import Change
-from icepark.table.metadata_builder import MetadataBuilder
-from icepark.table.refs import ManageSnapshots
-from icepark.table.schema_change import (
+from icepark.table.change import updates as u
+from icepark.table.change.commit import Change
+from icepark.table.change.manage_snapshots import ManageSnapshots
+from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.change.schema_change import (
     FormatVersionChange,
     PropertiesChange,
     ReplaceSortOrder,
@@ -44,8 +45,24 @@ from icepark.table.schema_change import (
     UpdateSpec,
 )
 
-if TYPE_CHECKING:
-    from icepark.table.table import Table
+
+class Committable(Protocol):
+    """What a transaction needs of its table (:class:`~icepark.table.table.Table` is one): its
+    name, current metadata and FileIO, and a commit that returns the table's new version."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metadata(self) -> TableMetadata: ...
+
+    @property
+    def io(self) -> FileIO: ...
+
+    def commit(self, *changes: Change) -> Self: ...
+
+
+T = TypeVar("T", bound=Committable)
 
 
 def requirement_kind(requirement: u.TableRequirement) -> object:
@@ -79,7 +96,7 @@ def replay(changes: Iterable[Change], base: TableMetadata) -> tuple[
     return merge_requirements(requirements), updates, metadata
 
 
-class Transaction:
+class Transaction(Generic[T]):
     """Changes to one table, staged and then committed together (all or nothing).
 
     Use it as a context manager (commits on leaving the block without an exception, abandons
@@ -87,7 +104,7 @@ class Transaction:
     (:meth:`update_schema`, ...) stage their change here when they commit.
     """
 
-    def __init__(self, table: Table, changes: Sequence[Change] = ()) -> None:
+    def __init__(self, table: T, changes: Sequence[Change] = ()) -> None:
         self._table = table
         self._base = table.metadata
         self._staged: list[Change] = []
@@ -100,7 +117,7 @@ class Transaction:
     def __repr__(self) -> str:
         return f"Transaction({self._table.name!r}, {len(self._staged)} staged changes)"
 
-    def __enter__(self) -> Transaction:
+    def __enter__(self) -> Transaction[T]:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -123,7 +140,7 @@ class Transaction:
 
     # ----------------------------------------------------------------------------- staging
 
-    def add(self, *changes: Change) -> Transaction:
+    def add(self, *changes: Change) -> Transaction[T]:
         """Stage changes (e.g. snapshot-producing actions); each is validated now, against
         the metadata the changes staged before it produce."""
         self._check_open()
@@ -160,13 +177,13 @@ class Transaction:
         return UpdateProperties(self._metadata, self._submit, updates, removals)
 
     def set_properties(self, updates: Mapping[str, str] | None = None,
-                       **kwargs: str) -> Transaction:
+                       **kwargs: str) -> Transaction[T]:
         return self.add(PropertiesChange({**(updates or {}), **kwargs}))
 
-    def remove_properties(self, *keys: str) -> Transaction:
+    def remove_properties(self, *keys: str) -> Transaction[T]:
         return self.add(PropertiesChange({}, keys))
 
-    def upgrade_format_version(self, format_version: int) -> Transaction:
+    def upgrade_format_version(self, format_version: int) -> Transaction[T]:
         return self.add(FormatVersionChange(format_version))
 
     def manage_snapshots(self) -> ManageSnapshots:
@@ -178,7 +195,7 @@ class Transaction:
 
     # ----------------------------------------------------------------------------- commit
 
-    def commit_transaction(self) -> Table:
+    def commit_transaction(self) -> T:
         """Commit every staged change at once (replayed on the refreshed table after a
         conflict); returns the table, now at the committed version."""
         self._check_open()

@@ -1,0 +1,1 @@
+"""``icepark quickstart``: the main job, its dataset, report and cross-engine check."""

@@ -1,0 +1,3 @@
+"""Avro: Iceberg schemas as Avro schemas, generated decoders, the columnar encoder, container
+files.
+"""

@@ -1,0 +1,406 @@
+"""Avro object container files: writing them from columns, opening them for reading.
+
+Avro spec, *Object Container Files*: "A file consists of: A file header, followed by one or more
+file data blocks." The header is the magic ``Obj\\x01``, "file metadata, including the schema"
+(a ``map<bytes>`` holding ``avro.schema`` and ``avro.codec`` next to user keys) and "the 16-byte,
+randomly-generated sync marker for this file"; a block is "a long indicating the count of
+objects in this block", "a long indicating the size in bytes of the serialized objects in the
+current block, after any codec is applied", the serialized objects, and the sync marker.
+
+Writing encodes rows with :mod:`icepark.io.avro.encoder` and compresses the blocks on helper
+threads (numpy, zlib and zstd release the GIL) while the caller prepares the next rows; blocks
+are written in order.
+Reading checks and decompresses each block, then lets fastavro decode the records, with the
+header's schema rewritten without logical types so that dates, times and timestamps stay the
+ints Iceberg stores (fastavro would turn them into ``datetime`` values, which cannot hold every
+Iceberg value).
+
+>>> import io
+>>> from icepark.io.avro.encoder import StructColumn
+>>> schema = {"type": "record", "name": "r", "fields": [
+...     {"name": "day", "type": {"type": "int", "logicalType": "date"}}]}
+>>> buf = io.BytesIO()
+>>> w = AvroWriter(buf, schema, {"k": "v"}, codec="deflate")
+>>> w.write_rows(StructColumn({"day": [19000, -1]}, 2))
+>>> w.close()
+>>> reader = open_reader(io.BytesIO(buf.getvalue()), "mem")
+>>> reader.metadata["k"], list(reader.records)
+('v', [{'day': 19000}, {'day': -1}])
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import lzma
+import os
+import threading
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import numpy as np
+
+from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
+from icepark.io.avro.encoder import RecordEncoder, StructColumn, zigzag_varint
+
+MAGIC = b"Obj\x01"
+DEFAULT_BLOCK_BYTES = 1 << 20
+DEFAULT_DEFLATE_LEVEL = 3
+"""Used unless ``write.avro.compression-level`` is set. The spec leaves the level to writers
+(Java Iceberg uses 9, zlib's default is 6): on manifests, zlib's levels above 3 switch to lazy
+matching and cost about 3x the CPU for files about 3% smaller."""
+CODEC_PROPERTY = "write.avro.compression-codec"
+LEVEL_PROPERTY = "write.avro.compression-level"
+# Iceberg's codec names (table property values) and Avro's own, to Avro's.
+_WORKERS = min(2, os.cpu_count() or 1)  # row batches encoded and compressed at once
+_CODECS = {"gzip": "deflate", "deflate": "deflate", "zstd": "zstandard",
+           "zstandard": "zstandard", "uncompressed": "null", "null": "null"}
+
+
+def avro_codec(name: str | None) -> str:
+    """The Avro codec for a ``write.avro.compression-codec`` value (default ``gzip``).
+
+    >>> avro_codec("gzip"), avro_codec("zstd"), avro_codec(None)
+    ('deflate', 'zstandard', 'deflate')
+    """
+    codec = _CODECS.get((name or "gzip").lower())
+    if codec is None:
+        raise UnsupportedFeature(
+            f"Unsupported Avro compression codec {name!r}: use one of {sorted(_CODECS)}")
+    return codec
+
+
+def _compressor(codec: str, level: int | None) -> Any:
+    if codec == "null":
+        return None
+    if codec == "deflate":
+        lvl = DEFAULT_DEFLATE_LEVEL if level is None else level
+
+        def deflate(data: bytes) -> bytes:
+            c = zlib.compressobj(lvl, zlib.DEFLATED, -15)  # raw deflate: RFC 1951
+            return c.compress(data) + c.flush()
+
+        return deflate
+    try:
+        import zstandard  # noqa: PLC0415 - optional dependency, only for this codec
+    except ImportError:
+        raise UnsupportedFeature("The zstandard codec needs the 'zstandard' package") from None
+    zstd_level = 3 if level is None else level
+    local = threading.local()
+
+    def zstd(data: bytes) -> bytes:
+        # "ZstdCompressor instances are not thread safe": blocks are compressed on several
+        # threads at once, so each thread keeps its own.
+        compressor = getattr(local, "compressor", None)
+        if compressor is None:
+            compressor = local.compressor = zstandard.ZstdCompressor(level=zstd_level)
+        return bytes(compressor.compress(data))
+
+    return zstd
+
+
+def _map_of_bytes(entries: Mapping[str, bytes]) -> bytes:
+    out = [zigzag_varint(len(entries))] if entries else []
+    for key, value in entries.items():
+        k = key.encode()
+        out += [zigzag_varint(len(k)), k, zigzag_varint(len(value)), value]
+    out.append(b"\x00")
+    return b"".join(out)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _block_pool() -> ThreadPoolExecutor:
+    """One pool of block encoders for every writer: starting threads per manifest cost more
+    than encoding a small manifest."""
+    global _POOL  # noqa: PLW0603 - a lazily created process-wide pool
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="avro-block")
+        return _POOL
+
+
+class AvroWriter:
+    """Writes an Avro container file of ``schema`` records to ``stream``, in blocks of about
+    ``block_bytes`` uncompressed bytes. The caller closes ``stream`` after :meth:`close`."""
+
+    def __init__(self, stream: Any, schema: Any, metadata: Mapping[str, str], *,
+                 codec: str = "deflate", level: int | None = None,
+                 block_bytes: int = DEFAULT_BLOCK_BYTES) -> None:
+        self._stream = stream
+        self._schema = schema
+        self._encoder = RecordEncoder(schema)
+        self._compress = _compressor(codec, level)
+        self._block_bytes = block_bytes
+        self._sync = os.urandom(16)
+        self._pending: deque[Future[list[bytes]]] = deque()
+        self.bytes_written = 0
+        self.closed = False
+        header = {"avro.schema": json.dumps(schema, separators=(",", ":")).encode(),
+                  "avro.codec": codec.encode()}
+        header.update((k, v.encode()) for k, v in metadata.items())
+        self._write(MAGIC + _map_of_bytes(header) + self._sync)
+
+    def _write(self, data: bytes) -> None:
+        self._stream.write(data)
+        self.bytes_written += len(data)
+
+    def write_rows(self, rows: StructColumn) -> None:
+        """Encode ``rows`` and write them as one or more blocks (on a helper thread: the
+        caller may prepare the next rows meanwhile; blocks are written in order)."""
+        if rows.length == 0:
+            return
+        self._pending.append(_block_pool().submit(self._blocks, rows))
+        while len(self._pending) > _WORKERS:
+            self._write_pending()
+
+    def _blocks(self, rows: StructColumn) -> list[bytes]:
+        """The encoded, compressed blocks of ``rows``, cut at row boundaries every
+        ``block_bytes`` or so."""
+        n = rows.length
+        data, offsets = self._encoder.encode(rows)
+        blocks = []
+        start = 0
+        while start < n:
+            end = int(np.searchsorted(offsets, offsets[start] + self._block_bytes, "right")) - 1
+            end = min(max(end, start + 1), n)
+            block = data[offsets[start]:offsets[end]].tobytes()
+            if self._compress is not None:
+                block = self._compress(block)
+            blocks.append(b"".join((zigzag_varint(end - start), zigzag_varint(len(block)),
+                                    block, self._sync)))
+            start = end
+        return blocks
+
+    def _write_pending(self) -> None:
+        for block in self._pending.popleft().result():
+            self._write(block)
+
+    def close(self) -> None:
+        """Write the last block (the stream stays open)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            while self._pending:
+                self._write_pending()
+        finally:
+            self._pending.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class AvroReader:
+    """An open container file: its writer schema (with logical types), its key-value metadata
+    (``avro.*`` keys removed) and its records, streamed block by block."""
+
+    schema: Any
+    metadata: dict[str, str]
+    records: Iterator[dict[str, Any]]
+
+
+def open_reader(stream: Any, location: str) -> AvroReader:
+    """Read the header of the container file in ``stream``; ``CorruptFile`` if it is not one.
+
+    Blocks are checked (sync marker, length) and decompressed here, so fastavro only decodes;
+    errors while iterating ``records`` are raised as ``CorruptFile`` too.
+    """
+    raw, schema, decompress, sync = _open_header(stream, location)
+    metadata = {k: v.decode(errors="replace") for k, v in raw.items()}
+    patched = {**raw, "avro.schema": json.dumps(_strip_logical_types(schema)).encode(),
+               "avro.codec": b"null"}
+    header = MAGIC + _map_of_bytes(patched) + sync
+    chunks = _blocks(stream, header, sync, decompress, location)
+    buffered = io.BufferedReader(_ChunkStream(chunks, stream), buffer_size=1 << 16)
+    try:
+        reader = fastavro.reader(buffered)
+    except Exception as e:  # fastavro raises many types for a bad header
+        raise CorruptFile(f"{location} is not a readable Avro file: {e}") from e
+    user = {k: v for k, v in metadata.items() if not k.startswith("avro.")}
+    return AvroReader(schema, user, _records(reader, location))
+
+
+def _open_header(stream: Any, location: str
+                 ) -> tuple[dict[str, bytes], Any, Callable[[bytes], bytes] | None, bytes]:
+    """The header's metadata map (without the sync marker), its writer schema, the codec's
+    decompressor and the sync marker; ``CorruptFile`` if ``stream`` holds no container file."""
+    try:
+        raw = _read_header(stream)
+        schema = json.loads(raw["avro.schema"])
+        codec = raw.get("avro.codec", b"null").decode()
+    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
+    decompress = _decompressor(codec or "null")
+    sync = raw.pop("avro.sync")
+    return raw, schema, decompress, sync
+
+
+def _decompressor(codec: str) -> Callable[[bytes], bytes] | None:
+    """Avro spec, *Required Codecs* and *Optional Codecs*."""
+    match codec:
+        case "null":
+            return None
+        case "deflate":
+            return lambda data: zlib.decompress(data, -15)
+        case "bzip2":
+            return bz2.decompress
+        case "xz":
+            return lzma.decompress
+        case "zstandard":
+            try:
+                import zstandard  # noqa: PLC0415 - optional dependency, only for this codec
+            except ImportError:
+                raise UnsupportedFeature(
+                    "Reading zstandard Avro files needs the 'zstandard' package") from None
+            return lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        case _:
+            raise UnsupportedFeature(f"Unsupported Avro codec {codec!r}")
+
+
+def _blocks(stream: Any, header: bytes, sync: bytes,
+            decompress: Callable[[bytes], bytes] | None, location: str) -> Iterator[bytes]:
+    """The file with every block checked and decompressed, as fastavro reads it."""
+    yield header
+    for count, data in raw_blocks(stream, sync, decompress, location):
+        yield zigzag_varint(count) + zigzag_varint(len(data))
+        yield data
+        yield sync
+
+
+def raw_blocks(stream: Any, sync: bytes, decompress: Callable[[bytes], bytes] | None,
+               location: str) -> Iterator[tuple[int, bytes]]:
+    """The (record count, decompressed data) of each block after the header: "A file data
+    block consists of: A long indicating the count of objects in this block. A long indicating
+    the size in bytes of the serialized objects in the current block, after any codec is
+    applied. The serialized objects. The file's 16-byte sync marker." """
+    while first := stream.read(1):
+        try:
+            count = _read_long(stream, bytes(first)[0])
+            size = _read_long(stream)
+            if count < 0 or size < 0:
+                raise ValueError(f"negative block count {count} or size {size}")
+            data = _read_exact(stream, size)
+            if _read_exact(stream, 16) != sync:
+                raise ValueError("sync marker mismatch")
+            if decompress is not None:
+                data = decompress(data)
+        except Exception as e:  # a short read, a bad varint, a codec error
+            raise CorruptFile(f"{location} is corrupt or truncated: {type(e).__name__}: {e}"
+                              ) from None
+        yield count, data
+
+
+@dataclass(frozen=True, slots=True)
+class AvroBlocks:
+    """An open container file read block by block: its writer schema (with logical types), its
+    key-value metadata (``avro.*`` keys removed) and its decompressed blocks."""
+
+    schema: Any
+    metadata: dict[str, str]
+    blocks: Iterator[tuple[int, bytes]]
+
+
+def open_blocks(stream: Any, location: str) -> AvroBlocks:
+    """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
+    its blocks are checked and decompressed as they are iterated."""
+    raw, schema, decompress, sync = _open_header(stream, location)
+    user = {k: v.decode(errors="replace") for k, v in raw.items() if not k.startswith("avro.")}
+    return AvroBlocks(schema, user, raw_blocks(stream, sync, decompress, location))
+
+
+class _ChunkStream(io.RawIOBase):
+    """A readable stream over byte chunks; closing it closes ``owner``."""
+
+    def __init__(self, chunks: Iterator[bytes], owner: Any) -> None:
+        self._chunks = chunks
+        self._current = memoryview(b"")
+        self._owner = owner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._current:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._current = memoryview(chunk)
+        view = memoryview(buffer).cast("B")
+        n = min(len(view), len(self._current))
+        view[:n] = self._current[:n]
+        self._current = self._current[n:]
+        return n
+
+    def close(self) -> None:
+        super().close()
+        self._owner.close()
+
+
+def _records(reader: Any, location: str) -> Iterator[dict[str, Any]]:
+    iterator = iter(reader)
+    while True:
+        try:
+            record = next(iterator)
+        except StopIteration:
+            return
+        except (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError,
+                UnicodeDecodeError, MemoryError) as e:
+            raise CorruptFile(f"{location} is corrupt or truncated: {type(e).__name__}: {e}"
+                              ) from None
+        yield record
+
+
+def _strip_logical_types(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_strip_logical_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+    if "fields" in schema:
+        out["fields"] = [{**f, "type": _strip_logical_types(f["type"])} for f in schema["fields"]]
+    return out
+
+
+def _read_exact(stream: Any, n: int) -> bytes:
+    data = bytes(stream.read(n))
+    if len(data) != n:
+        raise EOFError("unexpected end of file in the header")
+    return data
+
+
+def _read_long(stream: Any, first: int | None = None) -> int:
+    shift = result = 0
+    while True:
+        byte = _read_exact(stream, 1)[0] if first is None else first
+        first = None
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1)
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _read_header(stream: Any) -> dict[str, bytes]:
+    """The header's metadata map, plus the sync marker under ``avro.sync``."""
+    if _read_exact(stream, 4) != MAGIC:
+        raise ValueError("bad magic bytes")
+    entries: dict[str, bytes] = {}
+    while (count := _read_long(stream)) != 0:
+        if count < 0:  # a negative count is followed by the block's byte size
+            count = -count
+            _read_long(stream)
+        for _ in range(count):
+            key = _read_exact(stream, _read_long(stream)).decode()
+            entries[key] = _read_exact(stream, _read_long(stream))
+    if "avro.schema" not in entries:
+        raise ValidationError("no avro.schema in the header")
+    entries["avro.sync"] = _read_exact(stream, 16)
+    return entries

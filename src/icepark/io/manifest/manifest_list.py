@@ -1,0 +1,221 @@
+"""Manifest lists: the Avro file of a snapshot's ``manifest_file`` records.
+
+Spec, *Manifest Lists*: "A new manifest list is written for each attempt to commit a snapshot
+because the list of manifests always changes to produce a new snapshot. When a manifest list is
+written, the (optimistic) sequence number of the snapshot is written for all new manifest files
+tracked by the list." v1 lists carry no ``content``, ``sequence_number`` or
+``min_sequence_number``; reading one, they "must default to 0" (Appendix E).
+
+>>> import tempfile
+>>> from icepark.io.fileio import ArrowFileIO
+>>> from icepark.spec.manifest import ManifestFile
+>>> io, path = ArrowFileIO(), tempfile.mkdtemp() + "/snap-1.avro"
+>>> new = ManifestFile("/t/metadata/m0.avro", 5120, 0, added_snapshot_id=1, sequence_number=-1,
+...                    min_sequence_number=-1, added_files_count=1, existing_files_count=0,
+...                    deleted_files_count=0, added_rows_count=10, existing_rows_count=0,
+...                    deleted_rows_count=0)
+>>> write_manifest_list(io, path, 2, snapshot_id=1, parent_snapshot_id=None, sequence_number=4,
+...                     manifests=[new])
+>>> [(m.sequence_number, m.min_sequence_number) for m in read_manifest_list(io, path)]
+[(4, 4)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from operator import attrgetter
+from typing import Any
+
+from icepark.errors import CorruptFile, ValidationError
+from icepark.io.avro.encoder import ListColumn, StructColumn
+from icepark.io.avro.file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec, open_reader
+from icepark.io.avro.schema import to_avro
+from icepark.io.fileio import FileIO
+from icepark.io.manifest.decoder import field_names
+from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER, read_manifest_metadata
+from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
+from icepark.spec.metadata import FormatVersion
+from icepark.spec.snapshots import Snapshot
+from icepark.spec.types import BINARY, BOOLEAN, INT, LONG, STRING, ListType, NestedField, StructType
+
+FIELD_SUMMARY = StructType((
+    NestedField.required(509, "contains_null", BOOLEAN),
+    NestedField.optional(518, "contains_nan", BOOLEAN),
+    NestedField.optional(510, "lower_bound", BINARY),
+    NestedField.optional(511, "upper_bound", BINARY),
+))
+_COUNTS = ((504, "added_files_count", INT), (505, "existing_files_count", INT),
+           (506, "deleted_files_count", INT), (512, "added_rows_count", LONG),
+           (513, "existing_rows_count", LONG), (514, "deleted_rows_count", LONG))
+
+
+def manifest_file_type(format_version: int) -> StructType:
+    """The ``manifest_file`` struct of a format version (field order of the spec's table)."""
+    v2 = format_version >= 2
+    fields = [
+        NestedField.required(500, "manifest_path", STRING),
+        NestedField.required(501, "manifest_length", LONG),
+        NestedField.required(502, "partition_spec_id", INT),
+    ]
+    if v2:
+        fields += [NestedField.required(517, "content", INT),
+                   NestedField.required(515, "sequence_number", LONG),
+                   NestedField.required(516, "min_sequence_number", LONG)]
+    fields.append(NestedField.required(503, "added_snapshot_id", LONG))
+    fields += [NestedField(fid, name, t, v2) for fid, name, t in _COUNTS]
+    fields += [NestedField.optional(507, "partitions", ListType(508, FIELD_SUMMARY)),
+               NestedField.optional(519, "key_metadata", BINARY)]
+    return StructType(tuple(fields))
+
+
+def assign_sequence_numbers(manifests: Sequence[ManifestFile], snapshot_id: int,
+                            sequence_number: int) -> list[ManifestFile]:
+    """Give new manifests (unassigned sequence numbers or snapshot ID) the snapshot's.
+
+    A manifest without a sequence number must have been added by this snapshot; and "if the
+    min sequence number is not determined, then there was no assigned sequence number for any
+    file", so it is the snapshot's too.
+    """
+    out = []
+    for m in manifests:
+        added_by = snapshot_id if m.added_snapshot_id == UNASSIGNED_SEQUENCE_NUMBER \
+            else m.added_snapshot_id
+        seq, min_seq = m.sequence_number, m.min_sequence_number
+        if seq == UNASSIGNED_SEQUENCE_NUMBER:
+            if added_by != snapshot_id:
+                raise ValidationError(
+                    f"Manifest {m.manifest_path} has no sequence number but was added by "
+                    f"snapshot {m.added_snapshot_id}, not by snapshot {snapshot_id}")
+            seq = sequence_number
+        if min_seq == UNASSIGNED_SEQUENCE_NUMBER:
+            min_seq = sequence_number
+        unchanged = (added_by, seq, min_seq) == (m.added_snapshot_id, m.sequence_number,
+                                                 m.min_sequence_number)
+        out.append(m if unchanged else replace(m, added_snapshot_id=added_by,
+                                               sequence_number=seq, min_sequence_number=min_seq))
+    return out
+
+
+def write_manifest_list(  # noqa: PLR0917 - the agreed positional API
+        file_io: FileIO, location: str, format_version: FormatVersion,
+                        snapshot_id: int, parent_snapshot_id: int | None, sequence_number: int,
+                        manifests: Sequence[ManifestFile], *,
+                        properties: Mapping[str, str] | None = None) -> None:
+    """Write a snapshot's manifest list (see :func:`assign_sequence_numbers`).
+
+    Key-value metadata: ``snapshot-id``, ``parent-snapshot-id`` (``null`` when there is none),
+    ``sequence-number`` (v2 and later) and ``format-version``.
+    """
+    manifests = assign_sequence_numbers(manifests, snapshot_id, sequence_number)
+    v2 = format_version >= 2
+    if not v2 and any(m.content is not ManifestContent.DATA for m in manifests):
+        raise ValidationError("Cannot store delete manifests in a v1 manifest list: "
+                              "'content' must be 0 (data)")
+    if v2:
+        for m in manifests:
+            missing = [name for _, name, _ in _COUNTS if getattr(m, name) is None]
+            if missing:
+                raise ValidationError(f"Manifest {m.manifest_path} has no {missing[0]}: the "
+                                      "file and row counts are required in v2")
+    meta = {"snapshot-id": str(snapshot_id),
+            "parent-snapshot-id": "null" if parent_snapshot_id is None
+            else str(parent_snapshot_id),
+            "format-version": str(format_version)}
+    if v2:
+        meta["sequence-number"] = str(sequence_number)
+    props = properties or {}
+    level = props.get(LEVEL_PROPERTY)
+    schema = to_avro(manifest_file_type(format_version), "manifest_file")
+    with file_io.new_output(location).create() as stream:
+        writer = AvroWriter(stream, schema, meta, codec=avro_codec(props.get(CODEC_PROPERTY)),
+                            level=int(level) if level else None)
+        writer.write_rows(_columns(manifests))
+        writer.close()
+
+
+def _columns(manifests: Sequence[ManifestFile]) -> StructColumn:
+    columns: dict[str, Any] = {
+        name: list(map(attrgetter(name), manifests))
+        for name in ("manifest_path", "manifest_length", "partition_spec_id", "content",
+                     "sequence_number", "min_sequence_number", "added_snapshot_id",
+                     "key_metadata", *(name for _, name, _ in _COUNTS))}
+    summaries = [m.partitions for m in manifests]
+    flat = [s for p in summaries if p is not None for s in p]
+    items = StructColumn({name: list(map(attrgetter(name), flat)) for name in (
+        "contains_null", "contains_nan", "lower_bound", "upper_bound")}, len(flat))
+    columns["partitions"] = ListColumn([None if p is None else len(p) for p in summaries], items)
+    return StructColumn(columns, len(manifests))
+
+
+def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
+    """Every ``manifest_file`` of a manifest list, matched by field ID, with v1 defaults."""
+    with file_io.new_input(location).open() as stream:
+        reader = open_reader(stream, location)
+        ids = field_names(reader.schema, location)
+        summary_names = _summary_names(reader.schema, ids, location)
+        missing = {500, 501, 502} - set(ids)
+        if missing:
+            raise CorruptFile(f"{location}: not a manifest list (no field {sorted(missing)})")
+        fallback_snapshot = reader.metadata.get("snapshot-id")
+        out = []
+        for record in reader.records:
+            try:
+                out.append(_manifest_file(record, ids, summary_names, fallback_snapshot))
+            except (KeyError, ValueError, TypeError) as e:
+                raise CorruptFile(f"Manifest list {location} has an invalid entry: "
+                                  f"{type(e).__name__}: {e}") from None
+        return out
+
+
+def _summary_names(schema: Any, ids: dict[int, str], location: str) -> dict[int, str]:
+    if 507 not in ids:
+        return {}
+    t = next(f["type"] for f in schema["fields"] if f["name"] == ids[507])
+    array = next(b for b in t if b != "null") if isinstance(t, list) else t
+    return field_names(array.get("items") if isinstance(array, dict) else None, location)
+
+
+def _manifest_file(record: dict[str, Any], ids: dict[int, str], summary: dict[int, str],
+                   fallback_snapshot: str | None) -> ManifestFile:
+    def get(field_id: int, default: Any = None) -> Any:
+        name = ids.get(field_id)
+        value = None if name is None else record.get(name)
+        return default if value is None else value
+
+    snapshot_id = get(503)
+    if snapshot_id is None:  # v1 lists may leave it null; the list's own snapshot added it
+        if fallback_snapshot is None or fallback_snapshot == "null":
+            raise ValueError("added_snapshot_id is null")
+        snapshot_id = int(fallback_snapshot)
+    partitions = get(507)
+    return ManifestFile(
+        manifest_path=record[ids[500]], manifest_length=record[ids[501]],
+        partition_spec_id=record[ids[502]], added_snapshot_id=snapshot_id,
+        content=ManifestContent(get(517, 0)), sequence_number=get(515, 0),
+        min_sequence_number=get(516, 0),
+        added_files_count=get(504), existing_files_count=get(505), deleted_files_count=get(506),
+        added_rows_count=get(512), existing_rows_count=get(513), deleted_rows_count=get(514),
+        partitions=None if partitions is None else tuple(
+            FieldSummary(s[summary[509]], s.get(summary.get(518, "")),
+                         s.get(summary.get(510, "")), s.get(summary.get(511, "")))
+            for s in partitions),
+        key_metadata=get(519),
+    )
+
+
+def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
+    """The manifests of a snapshot, read from storage: its manifest list, or, for a v1
+    snapshot without one, its inline ``manifests`` ("A list of manifest file locations"), whose
+    counts are unknown. No snapshot has no manifests; a missing file raises ``FileNotFound``
+    naming it."""
+    if snapshot is None:
+        return []
+    if snapshot.manifest_list is not None:
+        return read_manifest_list(file_io, snapshot.manifest_list)
+    out = []
+    for location in snapshot.manifests:
+        spec = read_manifest_metadata(file_io, location).spec
+        out.append(ManifestFile(location, file_io.new_input(location).length(),
+                                0 if spec is None else spec.spec_id, snapshot.snapshot_id))
+    return out

@@ -1,0 +1,264 @@
+"""Reading manifest entries with a compiled decoder: only the fields and metrics a reader needs.
+
+Spec, *Manifests*: each ``data_file`` carries per-column metric maps (``column_sizes``,
+``value_counts``, ``null_value_counts``, ``nan_value_counts``, ``distinct_counts``,
+``lower_bounds``, ``upper_bounds``), and most of a manifest's bytes are in them. Scan planning
+needs them only to evaluate a filter on the columns it names (*Scan Planning*: "Scan predicates
+are also used to filter data and delete files using column bounds and counts"), so
+:class:`Stats` says which maps and columns to keep, and the others are skipped undecoded
+(:mod:`icepark.io.avro.compiled`); a file whose metrics were left out has ``None`` for those
+maps, as when a writer does not collect them. A partition *gate* skips the rest of an entry
+whose partition cannot match, without decoding its metrics, and a metrics filter the rest of an
+entry whose metrics cannot match, without decoding the fields after them.
+
+Fields are matched by field ID as :class:`~icepark.io.manifest.decoder.EntryDecoder` does, and
+entries come out the same, with *Sequence Number Inheritance* applied. The generated reader
+builds them itself (a :class:`~icepark.io.avro.compiled.Finish`), its records checked as
+:class:`DataFile` checks them and then built without repeating the checks
+(:mod:`icepark.spec.trusted`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from icepark.errors import UnsupportedFeature
+from icepark.io.avro.compiled import (
+    BlockReader,
+    Converter,
+    Finish,
+    Path,
+    compile_reader,
+    read_blocks,
+)
+from icepark.io.manifest.codec import METRIC_MAPS
+from icepark.io.manifest.decoder import EntryDecoder
+from icepark.spec.manifest import (
+    DataFile,
+    EntryStatus,
+    FileContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.trusted import trusted_constructor
+
+METRIC_FIELDS = {fid: name for fid, name, *_ in METRIC_MAPS}
+"""Field ID -> name of the ``data_file`` metric maps, in :class:`DataFile` order."""
+FILTER_METRICS = frozenset({109, 110, 137, 125, 128})
+"""The maps a metrics evaluator reads: value, null and NaN counts and the bounds."""
+_STATUS = tuple(EntryStatus)
+_CONTENT = tuple(FileContent)
+_DATA_FILE = trusted_constructor(DataFile)
+"""Builds the :class:`DataFile` of a decoded entry, whose fields the reader has checked as
+``DataFile`` would (see :mod:`icepark.spec.trusted`)."""
+_ENTRY = trusted_constructor(ManifestEntry)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Which metric maps of each data file to decode: ``maps`` (field IDs of the maps, see
+    :data:`METRIC_FIELDS`), restricted to the columns ``columns`` (None: every column).
+
+    >>> ALL_STATS.maps == frozenset(METRIC_FIELDS), NO_STATS.maps
+    (True, frozenset())
+    >>> sorted(Stats.for_columns({3, 5}).columns or ())
+    [3, 5]
+    """
+
+    maps: frozenset[int]
+    columns: frozenset[int] | None = None
+
+    @staticmethod
+    def for_columns(columns: frozenset[int] | set[int]) -> Stats:
+        """The maps a metrics evaluator needs, for those columns only (none if empty)."""
+        if not columns:
+            return NO_STATS
+        return Stats(FILTER_METRICS, frozenset(columns))
+
+
+ALL_STATS = Stats(frozenset(METRIC_FIELDS))
+"""Every metric map of every column, as written."""
+NO_STATS = Stats(frozenset())
+"""No metric maps (each is None)."""
+
+
+_COMPILED: dict[tuple[str, PartitionSpec | None, int, Stats, bool, bool, bool],
+                BlockReader | str] = {}
+"""Compiled readers by layout, or why the layout cannot be compiled."""
+_COMPILED_LIMIT = 64
+_COMPILED_LOCK = threading.Lock()
+
+
+def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats, *,
+                     gated: bool, location: str, checked: bool = False,
+                     files_only: bool = False) -> BlockReader:
+    """The compiled reader of a manifest's writer ``schema`` (``UnsupportedFeature`` when the
+    schema cannot be compiled), applying a partition gate if ``gated`` and a metrics filter if
+    ``checked``; with ``files_only``, its blocks are lists of the live entries' data files
+    (for planners that need nothing else of an entry), else of entries. Cached by layout (a
+    layout that cannot be compiled too): the manifests of a table share a few, and generating
+    a reader costs a few milliseconds. Only code is cached, never data.
+
+    A reader's rows are first: status, snapshot ID, sequence number, file sequence number,
+    then the ``data_file`` fields content, file_path, file_format, partition, record_count,
+    file_size_in_bytes, the metric maps (:data:`METRIC_FIELDS` order), key_metadata,
+    split_offsets, equality_ids and sort_order_id; None where the manifest has no such field
+    or the map was left out; its finish (:func:`_finish`) turns them into entries."""
+    key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
+           files_only)
+    found = _COMPILED.get(key)
+    if found is None:
+        try:
+            found = _compile(schema, spec, spec_id, stats, (gated, checked, files_only),
+                             location)
+        except UnsupportedFeature as e:
+            found = str(e)  # remembered: the next manifest of this layout fails at once
+        with _COMPILED_LOCK:
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            _COMPILED[key] = found
+    if isinstance(found, str):
+        raise UnsupportedFeature(found)
+    return found
+
+
+def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats,  # noqa: PLR0917
+             filters: tuple[bool, bool, bool], location: str) -> BlockReader:
+    gated, checked, files_only = filters
+    layout = EntryDecoder(schema, spec, spec_id, location)
+    top, df = layout.top_names, layout.data_file_names
+    data_file = top[2]
+
+    def at(fid: int) -> Path:
+        return (data_file, df.get(fid, f"\0missing {fid}"))
+
+    def entry_field(fid: int) -> Path:  # files need no entry metadata: skipped
+        return (f"\0unused {fid}" if files_only else top.get(fid, f"\0missing {fid}"),)
+
+    wanted: dict[Path, Converter | None] = {
+        (top[0],): _STATUS,
+        entry_field(1): None,
+        entry_field(3): None,
+        entry_field(4): None,
+        at(134): _CONTENT,
+        at(100): None,
+        at(101): layout.file_format,
+        at(102): layout.partition_converter(),
+        at(103): None,
+        at(104): None,
+    }
+    pairs: dict[Path, frozenset[int] | None] = {}
+    for fid in METRIC_FIELDS:  # a map left out reads as None
+        path = at(fid) if fid in stats.maps else (data_file, f"\0left out {fid}")
+        wanted[path] = None
+        pairs[path] = stats.columns
+    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None})
+    return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
+                          finish=_finish(3 in top, spec_id, checked, files_only))
+
+
+def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
+    """Each row (see :func:`compiled_entries`) to a :class:`ManifestEntry` (or, with
+    ``files_only``, its :class:`DataFile`), inlined into the reader: *Sequence Number
+    Inheritance*, DELETED entries and the metrics filter (the reader's ``ctx``: see
+    :func:`compiled_entry_blocks`), then the checks :class:`DataFile` makes."""
+    inherit = () if files_only else (
+        *(() if v2 else ("{2} = {3} = 0",)),  # "sequence_number must default to 0", file too
+        "if {1} is None:",
+        "    {1} = inherited",
+        "if {0} is _ADDED or always:",
+        "    if {2} is None:",
+        "        {2} = manifest_seq",
+        "    if {3} is None:",
+        "        {3} = manifest_seq")
+    data_file = (f"_DATA_FILE({{5}}, {{6}}, {{7}}, {{8}}, {{9}}, {{4}}, {spec_id}, {{10}}, "
+                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20})")
+    body = [
+        "if {0} is _DELETED and discard:" if not files_only else "if {0} is _DELETED:",
+        "    continue",
+        *inherit,
+        "if {4} is None:",
+        "    {4} = _DATA",
+        "if {18} is not None:",  # 132 split_offsets: "Must be sorted ascending"
+        "    if len({18}) > 1 and sorted({18}) != {18}:",
+        "        raise _bad(f'{{{5}}}: split_offsets must be sorted ascending')",
+        "    {18} = tuple({18})",
+        "if {8} < 0 or {9} < 0:",
+        "    raise _bad(f'{{{5}}}: record_count and file_size_in_bytes cannot be negative')",
+        "if {4} is _EQUALITY and not {19}:",
+        "    raise _bad(f'{{{5}}}: equality_ids are required when content=2 "
+        "(equality deletes)')",
+        f"append({data_file})" if files_only else f"append(_ENTRY({{0}}, {data_file}, {{1}}, "
+                                                  "{2}, {3}))",
+    ]
+    check = (  # the metrics filter, before the fields after the metric maps are decoded
+        "rejected = False",
+        "if metrics is not None:",
+        "    view.value_counts, view.null_value_counts = {11}, {12}",
+        "    view.nan_value_counts, view.lower_bounds, view.upper_bounds = {13}, {15}, {16}",
+        "    rejected = metrics(view)",
+    )
+    consts = {"_ENTRY": _ENTRY, "_DATA_FILE": _DATA_FILE, "_ADDED": EntryStatus.ADDED,
+              "_DELETED": EntryStatus.DELETED, "_DATA": FileContent.DATA,
+              "_EQUALITY": FileContent.EQUALITY_DELETES}
+    return Finish(("inherited, manifest_seq, always, metrics, view, discard = ctx",),
+                  tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16))
+
+
+class FileMetrics(Protocol):
+    """The metric maps of a data file a metrics filter reads (a :class:`DataFile` is one)."""
+
+    @property
+    def value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def null_value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def nan_value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def lower_bounds(self) -> Mapping[int, bytes] | None: ...
+
+    @property
+    def upper_bounds(self) -> Mapping[int, bytes] | None: ...
+
+
+class _RowMetrics:
+    """The metric maps of the row being read (reused: one per reader)."""
+
+    __slots__ = ("lower_bounds", "nan_value_counts", "null_value_counts", "upper_bounds",
+                 "value_counts")
+
+    def __init__(self) -> None:
+        self.value_counts: Mapping[int, int] | None = None
+        self.null_value_counts: Mapping[int, int] | None = None
+        self.nan_value_counts: Mapping[int, int] | None = None
+        self.lower_bounds: Mapping[int, bytes] | None = None
+        self.upper_bounds: Mapping[int, bytes] | None = None
+
+
+def compiled_entry_blocks(reader: BlockReader,  # noqa: PLR0917 - one caller
+                          blocks: Iterator[tuple[int, bytes]],
+                          manifest: ManifestFile,
+                          gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
+                          counter: list[int],
+                          metrics_filter: Callable[[FileMetrics], bool | None] | None = None, *,
+                          discard_deleted: bool = False) -> Iterator[list[ManifestEntry]]:
+    """The entries of each of the manifest's blocks (``counter[0]`` counts every record read,
+    those the gate rejected too), but those whose metrics ``metrics_filter`` rejects (before
+    their file record is built) and, with ``discard_deleted``, DELETED ones."""
+    ctx = (manifest.added_snapshot_id, manifest.sequence_number, manifest.sequence_number == 0,
+           metrics_filter, _RowMetrics(), discard_deleted)
+
+    def counted() -> Iterator[tuple[int, bytes]]:
+        for count, data in blocks:
+            counter[0] += count
+            yield count, data
+
+    yield from read_blocks(reader, counted(), gate, location, ctx)

@@ -1,0 +1,1 @@
+"""The ``icepark`` Python data source: reader, writer, options and filter pushdown."""

@@ -1,0 +1,120 @@
+"""Read an icepark table's rows as a Spark DataFrame with Spark's own Parquet reader.
+
+The rows equal those of :meth:`icepark.table.scan.read.DataScan.to_arrow` (the reference
+semantics) for the same scan:
+
+* Planning is icepark's (``table.scan(...).plan_files()``); the planned tasks are read by
+  :func:`icepark.spark.reader.scan_rows.scan_rows`: their data files with
+  ``spark.read.schema(...).parquet(...)`` whose schema carries the Iceberg field IDs, so Spark
+  resolves renamed columns by ID, promotes types and reads columns missing from a file as
+  null (spec, *Column Projection*). Only the projection plus the columns the filter and the
+  equality deletes need are in the read schema; Spark prunes further by what the query uses.
+  Files without field IDs, and files lacking a column that has an identity partition value or
+  an ``initial-default``, are read as :mod:`icepark.spark.reader.files` describes.
+* The row filter is translated by :mod:`icepark.spark.filters`; a predicate that cannot be
+  translated raises :class:`~icepark.errors.UnsupportedFeature` naming it.
+* Position and equality deletes are anti-joins (:mod:`icepark.spark.reader.deletes`), each delete
+  file applied only to the data files the planner attached it to and, for equality deletes,
+  in its partition (spec, *Scan Planning*: "The data file's partition (both spec and partition
+  values) is equal to the delete file's partition *or* the delete file's partition spec is
+  unpartitioned"), as the Arrow reader does.
+
+:func:`read_incremental` reads the rows appended between two snapshots the same way.
+
+Not supported (raise :class:`~icepark.errors.UnsupportedFeature`): deletion vectors and
+non-Parquet files; an equality delete column dropped from the table while nested in a struct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+
+from icepark.expressions.bound import bind, referenced_ids, rewrite_not
+from icepark.expressions.expr import ALWAYS_TRUE, Expr
+from icepark.spark.filters import spark_filter
+from icepark.spark.reader.scan_rows import scan_rows
+from icepark.spark.schema import quote, read_columns, to_spark
+from icepark.spec.schema import Schema
+from icepark.spec.types import IcebergType, StructType
+from icepark.table.scan.incremental import IncrementalAppendScan
+from icepark.table.scan.tasks import FileScanTask
+from icepark.table.table import Table
+
+
+def read(  # noqa: PLR0917 - the brief's positional order
+        spark: SparkSession, table: Table, row_filter: str | Expr | None = None,
+        columns: Sequence[str] | None = None, snapshot_id: int | None = None,
+        as_of_timestamp: int | None = None, ref: str | None = None) -> DataFrame:
+    """The rows of ``table`` (at a snapshot, ref or time) matching ``row_filter``, with the
+    ``columns`` (full dotted names; all by default) in table order, as a DataFrame in the
+    table layout (:func:`icepark.spark.schema.to_spark`)."""
+    scan = table.scan(ALWAYS_TRUE if row_filter is None else row_filter,
+                      selected_fields=tuple(columns) if columns is not None else ("*",),
+                      snapshot_id=snapshot_id, as_of_timestamp=as_of_timestamp, ref=ref)
+    return _read_scan(spark, table, scan)
+
+
+def read_incremental(  # noqa: PLR0917 - the brief's positional order
+        spark: SparkSession, table: Table, from_snapshot_id: int | None,
+        to_snapshot_id: int | None = None, row_filter: str | Expr | None = None,
+        columns: Sequence[str] | None = None) -> DataFrame:
+    """The rows appended after snapshot ``from_snapshot_id`` (exclusive; None: from the start
+    of the history) up to ``to_snapshot_id`` (inclusive; None: the current snapshot), as
+    :class:`~icepark.table.scan.incremental.IncrementalAppendScan` plans them (appends only: a
+    snapshot in the range that deleted or overwrote rows is a
+    :class:`~icepark.errors.ValidationError`), read with the current schema."""
+    scan = IncrementalAppendScan(
+        table.metadata, table.io, from_snapshot_id, to_snapshot_id,
+        ALWAYS_TRUE if row_filter is None else row_filter,
+        tuple(columns) if columns is not None else ("*",))
+    return _read_scan(spark, table, scan)
+
+
+class _Scan(Protocol):
+    """What a table scan and an incremental append scan both offer."""
+
+    row_filter: Expr
+    selected_fields: tuple[str, ...]
+    case_sensitive: bool
+
+    def schema(self) -> Schema: ...
+    def projection(self) -> Schema: ...
+    def plan_files(self) -> Iterable[FileScanTask]: ...
+
+
+def _read_scan(spark: SparkSession, table: Table, scan: _Scan) -> DataFrame:
+    full, projection = scan.schema(), scan.projection()
+    bound = rewrite_not(bind(scan.row_filter, full, scan.case_sensitive))
+    condition = spark_filter(bound, full)  # fails early on untranslatable predicates
+    names = [*scan.selected_fields,
+             *sorted(n for i in referenced_ids(bound)
+                     if (n := full.find_column_name(i)) is not None)]
+    tasks = list(scan.plan_files())
+    if not tasks or condition is False:
+        return spark.createDataFrame([], to_spark(projection))
+    scanned = scan_rows(spark, table, tasks, full, names,
+                        condition=condition if isinstance(condition, Column) else None,
+                        case_sensitive=scan.case_sensitive)
+    extended = scanned.schema
+    df = scanned.rows.select(*read_columns(extended))
+    return df.select(*(_conform(F.col(quote(f.name)), f.field_type,
+                                extended.find_field(f.field_id).field_type).alias(
+                                    f.name, metadata=s.metadata)
+                       for f, s in zip(projection.fields, to_spark(projection).fields,
+                                       strict=True)))
+
+
+def _conform(col: Column, wanted: IcebergType, have: IcebergType) -> Column:
+    """``col`` (of type ``have``) pruned to the struct fields of ``wanted`` (when the filter
+    needed nested fields the projection does not select)."""
+    if wanted == have or not isinstance(wanted, StructType) or not isinstance(have, StructType):
+        return col
+    have_fields = {f.field_id: f for f in have.fields}
+    fields = [_conform(col.getField(f.name), f.field_type,
+                       have_fields[f.field_id].field_type).alias(f.name)
+              for f in wanted.fields]
+    return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*fields))

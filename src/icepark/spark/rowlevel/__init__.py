@@ -1,0 +1,1 @@
+"""Row-level operations through Spark: deletes (copy-on-write and merge-on-read)."""

@@ -1,0 +1,182 @@
+"""The executor side of a merge-on-read delete: sorted positions in, position delete files out.
+
+Spec, *Position Delete Files*: "Position-based delete files identify deleted rows by file and
+position in one or more data files" and "The rows in the delete file must be sorted by
+``file_path`` then ``pos`` to optimize filtering rows while scanning." Spec, *Scan Planning*: a
+position delete file applies to a data file when "The data file's partition (both spec and
+partition values) is equal to the delete file's partition", so every delete file is written
+in the spec and partition of the data files it refers to.
+
+Rows arrive with a :data:`GROUP_COLUMN` (the index of a (spec ID, partition) pair in
+:attr:`PositionDeleteTask.groups`), ``file_path``, ``pos`` and :data:`WHOLE_COLUMN`, sorted by
+the first three; each run of one group is written by one
+:class:`~icepark.io.parquet.delete_writer.PositionDeleteWriter` (which checks the order and rolls
+files
+at ``write.target-file-size-bytes``). The positions of a data file removed whole
+(:data:`WHOLE_COLUMN` true: every row of it is deleted) are not written; the task reports the
+file and its number of positions as a :class:`RemovedFile` instead. Files are named
+``<data path>/<partition path>/<job id>-<task id>-<n>-deletes.parquet``, so the driver finds
+every file of a failed job by its UUID (:func:`icepark.spark.writer.tasks.delete_job_files`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icepark.io.fileio import ArrowFileIO, FileIO
+from icepark.io.parquet.delete_writer import PositionDeleteWriter
+from icepark.spark.writer.tasks import collect_records, equal_runs, records_batch, task_id
+from icepark.spec.manifest import DataFile
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.table.snapshot.locations import LocationProvider
+
+GROUP_COLUMN = "__icepark_group"
+"""The (spec, partition) group of a position: an index into :attr:`PositionDeleteTask.groups`."""
+WHOLE_COLUMN = "__icepark_whole"
+"""Whether the position's data file is removed whole (so its positions are not written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedFile:
+    """A data file all of whose rows the task received positions for: removed, not covered
+    by position deletes."""
+
+    file_path: str
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class PositionDeleteTask:
+    """Everything a task needs to write position delete files: plain, picklable values."""
+
+    job_id: str
+    table_location: str
+    properties: Mapping[str, str]
+    schema: Schema
+    specs: Mapping[int, PartitionSpec]
+    groups: tuple[tuple[int, tuple[Any, ...]], ...]
+    """(spec ID, partition tuple) of each group, by :data:`GROUP_COLUMN` value."""
+    io_properties: Mapping[str, str] = field(default_factory=dict)
+
+    def file_io(self) -> FileIO:
+        return ArrowFileIO(self.io_properties)
+
+    @property
+    def data_path(self) -> str:
+        return LocationProvider(self.table_location, self.properties).data_path
+
+
+class _GroupWriters:
+    """One open :class:`PositionDeleteWriter` at a time (rows are sorted by group)."""
+
+    def __init__(self, task: PositionDeleteTask, file_io: FileIO, task_name: str) -> None:
+        self._task = task
+        self._io = file_io
+        self._prefix = f"{task.job_id}-{task_name}"
+        self._count = 0
+        self._group: int | None = None
+        self._writer: PositionDeleteWriter | None = None
+        self._files: list[DataFile] = []
+        self._created: list[PositionDeleteWriter] = []
+
+    def write(self, group: int, rows: pa.RecordBatch) -> None:
+        if group != self._group or self._writer is None:
+            self._finish()
+            self._writer = self._open(group)
+            self._group = group
+        self._writer.write(rows)
+
+    def close(self) -> list[DataFile]:
+        self._finish()
+        return self._files
+
+    def abort(self) -> None:
+        for writer in self._created:
+            with contextlib.suppress(Exception):
+                writer.abort()
+        for data_file in self._files:
+            with contextlib.suppress(Exception):
+                self._io.delete(data_file.file_path)
+        self._files = []
+
+    def _finish(self) -> None:
+        if self._writer is not None:
+            self._files += self._writer.close()
+            self._writer = None
+
+    def _open(self, group: int) -> PositionDeleteWriter:
+        spec_id, partition = self._task.groups[group]
+        spec, schema = self._task.specs[spec_id], self._task.schema
+        path = spec.partition_path(partition, schema) if spec.fields else ""
+        base = self._task.data_path
+        directory = f"{base}/{path}" if path else base
+
+        def name() -> str:
+            self._count += 1
+            return f"{directory}/{self._prefix}-{self._count:05d}-deletes.parquet"
+
+        writer = PositionDeleteWriter(self._io, name, schema, spec, partition,
+                                      self._task.properties)
+        self._created.append(writer)
+        return writer
+
+
+def write_position_deletes(task: PositionDeleteTask, batches: Iterable[pa.RecordBatch],
+                           file_io: FileIO | None = None, task_name: str | None = None
+                           ) -> tuple[list[DataFile], list[RemovedFile]]:
+    """Write the sorted positions of one task; on any error the task's files are deleted.
+    Returns the delete files written and the data files removed whole."""
+    writers = _GroupWriters(task, file_io or task.file_io(), task_name or task_id())
+    removed: Counter[str] = Counter()
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            whole = pc.fill_null(batch.column(WHOLE_COLUMN), False)
+            kept = batch
+            if pc.any(whole).as_py():
+                paths = batch.column("file_path").filter(whole)
+                removed.update({v["values"].as_py(): v["counts"].as_py()
+                                for v in pc.value_counts(paths)})
+                kept = batch.filter(pc.invert(whole))
+            rows = kept.select(["file_path", "pos"])
+            groups = kept.column(GROUP_COLUMN)  # non-null: one column's runs of equal values
+            for start, end in equal_runs([groups], len(groups)):
+                writers.write(int(groups[start].as_py()), rows.slice(start, end - start))
+        files = writers.close()
+    except BaseException:
+        writers.abort()
+        raise
+    return files, [RemovedFile(path, n) for path, n in removed.items()]
+
+
+def map_function(task: PositionDeleteTask) -> Callable[[Iterator[pa.RecordBatch]],
+                                                       Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function: sorted positions in, pickled records out (one
+    :class:`~icepark.spec.manifest.DataFile` per delete file, one :class:`RemovedFile` per
+    data file removed whole)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        files, removed = write_position_deletes(task, batches)
+        yield records_batch([*files, *removed])
+
+    return run
+
+
+def collect(rows: Any) -> tuple[list[DataFile], list[RemovedFile]]:
+    """The records of a job of :func:`map_function` tasks (a DataFrame), split by kind."""
+    records = collect_records(rows)
+    return ([r for r in records if isinstance(r, DataFile)],
+            [r for r in records if isinstance(r, RemovedFile)])
+
+
+__all__ = ["GROUP_COLUMN", "WHOLE_COLUMN", "PositionDeleteTask", "RemovedFile", "collect",
+           "map_function", "write_position_deletes"]

@@ -1,0 +1,1 @@
+"""Spark writes: data files written in the tasks (Spark's writer or icepark's), one commit."""

@@ -1,0 +1,166 @@
+"""Rows of a Spark DataFrame into data files of a table version: one entry point, two writers.
+
+:func:`write_data_files` writes the rows of a DataFrame already conformed to the table layout
+(the current schema's top-level columns in order, as :func:`icepark.spark.writer.write.conform` or a
+read of the table gives them) to new data files of ``metadata``'s current schema and default
+spec, and returns the records of the files with the means to delete them. It does not commit:
+:func:`icepark.spark.writer.write.write` and the copy-on-write delete
+(:mod:`icepark.spark.rowlevel.delete`) commit the files in their own snapshots.
+
+Spec, Appendix A, *Parquet*: "Column IDs are required." The writer is chosen by
+:func:`icepark.spark.writer.native.ineligibility`:
+
+* the **native writer** (:class:`~icepark.spark.writer.native.NativeWriteJob`, Spark's own
+  Parquet writer) where it gives every column its field ID and Appendix A type; the driver
+  builds the records from the footers. ``write.target-file-size-bytes`` becomes Spark's
+  ``maxRecordsPerFile`` (:mod:`icepark.spark.writer.file_size`);
+* the **Python-worker writer** otherwise: the rows are distributed and sorted
+  (:func:`distribute`) and ``mapInArrow`` tasks (:mod:`icepark.spark.writer.tasks`) write the
+  files and return pickled ``DataFile`` records.
+
+Cleanup contract: if the write itself fails, every file of the job is deleted (found by the job
+UUID in the file names, or the native job's directory) before the error is raised; a task's
+:class:`~icepark.errors.ValidationError` is raised as one on the driver. After a known commit
+failure the caller deletes them with :meth:`WrittenFiles.abort`; after
+:class:`~icepark.errors.CommitStateUnknown` it must delete nothing (the files may be live).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
+
+from icepark.errors import ValidationError
+from icepark.expressions import Expr
+from icepark.io.fileio import FileIO
+from icepark.spark.schema import file_columns
+from icepark.spark.transforms import partition_columns
+from icepark.spark.writer.distribution import distributed
+from icepark.spark.writer.file_size import max_records_per_file
+from icepark.spark.writer.native import NativeWriteJob, ineligibility
+from icepark.spark.writer.tasks import (
+    PARTITION_PREFIX,
+    RECORD_COLUMN,
+    WriteTask,
+    collect_records,
+    delete_job_files,
+    map_function,
+)
+from icepark.spec.manifest import DataFile
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import Snapshot
+
+RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
+"""The Spark schema of write tasks' output (:func:`~icepark.spark.writer.tasks.records_batch`)."""
+_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*)")
+
+
+@dataclass(frozen=True)
+class WrittenFiles:
+    """The data files one write job wrote, not yet committed."""
+
+    job_id: str
+    """The job's UUID: in every file name (and the native job's directory name)."""
+    data_path: str
+    """The table's data path the job wrote below."""
+    native: bool
+    """Written by Spark's own Parquet writer (else by the Python workers)."""
+    files: list[DataFile]
+
+    def abort(self, file_io: FileIO) -> None:
+        """Delete every file of the job; best effort. Only after a known commit failure:
+        after :class:`~icepark.errors.CommitStateUnknown` the files may be live."""
+        if self.native:
+            NativeWriteJob(self.job_id, self.data_path).abort(file_io)
+        else:
+            delete_job_files(file_io, self.data_path, self.job_id,
+                             [f.file_path for f in self.files])
+
+
+def write_data_files(
+        df: DataFrame, metadata: TableMetadata, file_io: FileIO, *,
+        row_filter: Expr | None = None, snapshot: Snapshot | None = None,
+        row_bytes: float | None = None,
+        io_properties: Mapping[str, str] | None = None) -> WrittenFiles:
+    """Write ``df`` (in the table layout of ``metadata``'s current schema) to new data files
+    of its current schema and default spec (see the module docstring).
+
+    ``row_filter``: every row must match it (checked in the Python workers). ``snapshot``: the
+    snapshot the files will be committed on top of, whose data files give the expected row
+    size on the native path unless ``row_bytes`` is given. ``io_properties``: FileIO
+    properties of the Python workers.
+    """
+    task = new_task(metadata, row_filter=row_filter, presorted=True,
+                    io_properties=io_properties)
+    native = ineligibility(metadata, row_filter) is None
+    written = WrittenFiles(task.job_id, task.data_path, native, [])
+    try:
+        if native:
+            records = max_records_per_file(metadata, file_io, snapshot, row_bytes)
+            files = NativeWriteJob(task.job_id, task.data_path).write(
+                df, metadata, file_io, max_records_per_file=records)
+        else:
+            files = collect_files(distribute(df, metadata).mapInArrow(map_function(task),
+                                                                      RECORDS))
+    except BaseException as e:
+        written.abort(file_io)
+        converted = task_error(e)
+        if converted is e:
+            raise
+        raise converted from e
+    return WrittenFiles(task.job_id, task.data_path, native, files)
+
+
+def new_task(metadata: TableMetadata, *, row_filter: Expr | None = None,
+             presorted: bool = False, case_sensitive: bool = True,
+             io_properties: Mapping[str, str] | None = None) -> WriteTask:
+    """The task value of a new Python-worker write job to ``metadata``'s current schema and
+    default spec."""
+    order = metadata.sort_order()
+    return WriteTask(
+        job_id=str(uuid.uuid4()), table_location=metadata.location,
+        properties=dict(metadata.properties), schema=metadata.schema(), spec=metadata.spec(),
+        sort_order_id=None if order.is_unsorted else order.order_id, presorted=presorted,
+        row_filter=row_filter, case_sensitive=case_sensitive,
+        io_properties=dict(io_properties or {}))
+
+
+def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
+    """``df`` (in the table layout) with partition value columns appended, distributed by
+    ``write.distribution-mode`` and sorted within each task by partition values and the
+    default sort order (:func:`icepark.spark.writer.distribution.distributed`); then in the file
+    layout (uuid as bytes) for the Python-worker writer."""
+    schema, spec = metadata.schema(), metadata.spec()
+    parts = [(f"{PARTITION_PREFIX}{i}", c)
+             for i, c in enumerate(partition_columns(spec, schema, df))]
+    frame = distributed(df, metadata, parts)
+    return frame.select(*file_columns(schema), *(F.col(name) for name, _ in parts))
+
+
+def collect_files(rows: DataFrame) -> list[DataFile]:
+    """The ``DataFile`` records a Python-worker write job returned."""
+    files: list[DataFile] = collect_records(rows)
+    return files
+
+
+def task_error(error: BaseException) -> BaseException:
+    """A task's :class:`ValidationError`, re-raised on the driver as one (Spark wraps it);
+    any other error as it is."""
+    if isinstance(error, ValidationError):
+        return error
+    with contextlib.suppress(Exception):
+        match = _TASK_ERROR.search(str(error))
+        if match:
+            return ValidationError(match.group(1).strip())
+    return error
+
+
+__all__ = ["WrittenFiles", "collect_files", "distribute", "new_task", "task_error",
+           "write_data_files"]

@@ -1,0 +1,141 @@
+"""The data files of a native write job, from its directory: ``DataFile`` records from footers.
+
+Spark's own Parquet writer (:mod:`icepark.spark.writer.native`) returns nothing but the files
+it leaves in the job directory, so the driver lists it afterwards and reads each file's footer,
+as the reference implementation does when it imports existing files. Spec, *Manifests*:
+``value_counts`` is the "number of values in the column (including null and NaN values)";
+counts, sizes, bounds and "all row group offsets in a Parquet file" (``split_offsets``) come
+from the footer through :func:`icepark.io.parquet.metrics.compute_metrics`. A footer has no NaN
+counts
+("``nan_value_counts``" is optional), so they are omitted, and float bounds are the footer's
+(which may be wider than the data, as bounds may be).
+
+A file's partition tuple is parsed from its directories
+(:mod:`icepark.spark.writer.partition_dirs`).
+Files are recognised by the job's name prefix (``<job id>-...parquet``); anything else the
+writer left there (Hadoop's ``.crc`` checksums) is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit
+
+import pyarrow.parquet as pq
+
+from icepark.errors import CorruptFile
+from icepark.io.fileio import FileInfo, FileIO
+from icepark.io.parquet.metrics import MetricsConfig, compute_metrics
+from icepark.spark.writer.partition_dirs import parse_partition
+from icepark.spec.manifest import DataFile, FileFormat
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.spec.types import IcebergType
+from icepark.table.scan.tasks import parallel_map
+
+FOOTER_THREADS = 8
+"""How many footers the driver reads at once."""
+
+
+def collect_data_files(  # noqa: PLR0917 - the job's directory, its files and their table
+        file_io: FileIO, job_dir: str, job_id: str, schema: Schema, spec: PartitionSpec,
+        properties: Mapping[str, str], sort_order_id: int | None) -> list[DataFile]:
+    """One ``DataFile`` per Parquet file of the job in ``job_dir`` (empty files are deleted,
+    not returned); other files there are deleted."""
+    listed = list(file_io.list_prefix(job_dir))
+    data = [i for i in listed if _is_data_file(i.location, job_id)]
+    for info in listed:
+        if not _is_data_file(info.location, job_id):
+            with contextlib.suppress(Exception):
+                file_io.delete(info.location)
+    types = [f.field_type for f in spec.partition_type(schema).fields]
+    config = MetricsConfig.from_properties(properties, schema)
+    reader = _FooterReader(file_io, job_dir.rstrip("/"), schema, spec, types, config,
+                           sort_order_id)
+    if not data:
+        return []
+    found = list(parallel_map(reader.read, data, min(FOOTER_THREADS, len(data))))
+    return [f for f in found if f is not None]
+
+
+def _is_data_file(location: str, job_id: str) -> bool:
+    name = location.rsplit("/", 1)[-1]
+    return name.startswith(f"{job_id}-") and name.endswith(".parquet")
+
+
+class _FooterReader:
+    def __init__(  # noqa: PLR0917 - everything a record needs
+            self, file_io: FileIO, job_dir: str, schema: Schema, spec: PartitionSpec,
+            types: Sequence[IcebergType], config: MetricsConfig,
+            sort_order_id: int | None) -> None:
+        self.io, self.job_dir, self.schema, self.spec = file_io, job_dir, schema, spec
+        self.types, self.config, self.sort_order_id = types, config, sort_order_id
+
+    def read(self, info: FileInfo) -> DataFile | None:
+        if not info.location.startswith(self.job_dir + "/"):
+            raise CorruptFile(f"{info.location} is not inside the job directory {self.job_dir}")
+        *directories, _ = info.location[len(self.job_dir) + 1:].split("/")
+        partition = parse_partition(directories, self.types)
+        with self.io.new_input(info.location).open() as f:
+            footer = pq.read_metadata(f)
+        if footer.num_rows == 0:
+            self.io.delete(info.location)
+            return None
+        metrics = compute_metrics(footer, self.schema, self.config)
+        return DataFile(
+            file_path=info.location,
+            file_format=FileFormat.PARQUET,
+            partition=partition,
+            record_count=metrics.record_count,
+            file_size_in_bytes=info.size,
+            spec_id=self.spec.spec_id,
+            column_sizes=metrics.column_sizes,
+            value_counts=metrics.value_counts,
+            null_value_counts=metrics.null_value_counts,
+            nan_value_counts=metrics.nan_value_counts or None,
+            lower_bounds=metrics.lower_bounds,
+            upper_bounds=metrics.upper_bounds,
+            split_offsets=metrics.split_offsets,
+            sort_order_id=self.sort_order_id,
+        )
+
+
+def delete_tree(file_io: FileIO, directory: str, *, settle_seconds: float = 1.0,
+                max_rounds: int = 10) -> int:
+    """Delete every file below ``directory``; best effort. Returns how many were deleted.
+
+    When a Spark job fails, tasks cancelled with it may still be closing files, so the listing
+    is repeated, ``settle_seconds`` apart, until a round finds nothing (at most
+    ``max_rounds``). Empty directories of a local file system are removed too.
+    """
+    deleted = 0
+    for round_number in range(max_rounds):
+        found: list[FileInfo] = []
+        with contextlib.suppress(Exception):
+            found = list(file_io.list_prefix(directory))
+        for info in found:
+            with contextlib.suppress(Exception):
+                file_io.delete(info.location)
+        deleted += len(found)
+        if not found and round_number > 0:
+            break
+        time.sleep(settle_seconds)
+    _remove_local_dirs(directory)
+    return deleted
+
+
+def _remove_local_dirs(directory: str) -> None:
+    """Remove the (now empty) directory tree if it is on the local file system."""
+    parts = urlsplit(directory)
+    if len(parts.scheme) > 1 and parts.scheme != "file":
+        return
+    path = parts.path if parts.scheme == "file" else directory
+    for root, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+
+
+__all__ = ["FOOTER_THREADS", "collect_data_files", "delete_tree"]

@@ -1,0 +1,241 @@
+"""Writing a Spark DataFrame to an Iceberg table: files written in the tasks, one commit.
+
+The pipeline (:func:`write`):
+
+1. **Check by name, before any file exists.** The DataFrame's columns are matched to the table
+   schema by name, nested too (:func:`icepark.table.snapshot.writes.check_columns` and the Arrow
+   conformer on an empty batch of the DataFrame's Arrow schema). Spec, *Schema Evolution*, the
+   allowed promotions are the only casts (int to long, float to double, decimal precision
+   widening); spec, *Default values*: "The write default for a field must be written if a
+   field is not supplied to a write. If the write default for a required field is not set, the
+   writer must fail." A column the table does not have is an error unless ``merge_schema``,
+   which first adds it (``update_schema().union_by_name``). Nulls in a required column fail
+   the job in the task that meets them, naming the column, before anything is committed.
+2. **Partition values as Spark columns** (:func:`icepark.spark.transforms.partition_columns`,
+   bit-exact with the spec's transforms), then the distribution of the table property
+   ``write.distribution-mode``: ``hash`` (the default for a partitioned table, as the
+   reference implementation) repartitions by the partition values, ``range`` range-partitions
+   by partition values and sort keys (the default for an unpartitioned table with a sort
+   order), ``none`` keeps the DataFrame's partitioning. Each task's rows are then sorted by
+   partition values and the table's default sort order, whose ID is recorded in every file.
+3. **Files are written** (:func:`icepark.spark.writer.data_files.write_data_files`, the entry point
+   the copy-on-write delete uses too) by one of two writers, then committed once:
+
+   * the **native writer** (:mod:`icepark.spark.writer.native`): Spark's own Parquet writer,
+     used when every column gets a field ID and its Appendix A type from it (primitives but
+     uuid, fixed and time, and structs of them), unless the table property
+     ``write.spark.native-writer.enabled`` is ``false``; the driver builds the records from
+     the files' footers; ``write.target-file-size-bytes`` becomes Spark's
+     ``maxRecordsPerFile`` from the expected bytes per row (:mod:`icepark.spark.writer.file_size`);
+   * the **Python-worker writer**: ``mapInArrow`` tasks (:mod:`icepark.spark.writer.tasks`)
+     return pickled ``DataFile`` records (lists, maps, uuid, fixed, time, overwrite filters).
+
+   On any failure every file of the job is deleted (found by the job UUID in the file names,
+   or the native job's directory); on :class:`~icepark.errors.CommitStateUnknown` nothing is.
+4. **Modes**: ``append`` ("Only data files were added and no files were removed");
+   ``overwrite`` with a filter (every written row must match it, checked in the tasks; files
+   whose rows all match it are removed in the same ``overwrite`` snapshot) or without one
+   (every live file is removed); ``dynamic`` replaces exactly the partitions present in the
+   written files: the live data files of the default spec whose partition tuple equals one of
+   the new files' tuples are removed.
+
+Measured (DESIGN.md, and ``benchmarks/bench_spark_write.py``): moving rows from the JVM to the
+Python workers bounds the Python-worker writer at about 0.5-0.6x of Spark's own Parquet writer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+
+from icepark.errors import CommitStateUnknown, ValidationError
+from icepark.expressions import ALWAYS_TRUE, Expr
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.manifest.manifest import read_manifest
+from icepark.spark.schema import default_column, quote, to_iceberg, to_spark_type
+from icepark.spark.writer.data_files import (
+    collect_files,
+    distribute,
+    new_task,
+    task_error,
+    write_data_files,
+)
+from icepark.spark.writer.distribution import DISTRIBUTION_MODE, distribution_mode
+from icepark.spark.writer.native import NATIVE_WRITER_PROPERTY
+from icepark.spec.manifest import DataFile, ManifestContent
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.types import PrimitiveType
+from icepark.table.snapshot.producer import branch_head, snapshot_manifests
+from icepark.table.snapshot.validation import as_expr
+from icepark.table.snapshot.writes import check_columns, prepare, prepare_empty
+from icepark.table.table import Table
+
+MODES = ("append", "overwrite", "dynamic")
+JOB_ID_PROPERTY = "icepark.write-job-id"
+"""Snapshot summary property: the UUID of the write job that committed the snapshot."""
+
+
+def write(df: DataFrame, table: Table, mode: str = "append", *,
+          overwrite_filter: str | Expr | None = None, branch: str = MAIN_BRANCH,
+          snapshot_properties: Mapping[str, str] | None = None,
+          merge_schema: bool = False) -> Table:
+    """Write ``df`` to ``table`` in one snapshot (see the module docstring) and return the
+    table, refreshed to the new version.
+
+    ``mode`` is ``append``, ``overwrite`` (by ``overwrite_filter``, default: everything) or
+    ``dynamic`` (replace the partitions present in the written data).
+    """
+    if mode not in MODES:
+        raise ValidationError(f"Unknown write mode {mode!r}: use one of {', '.join(MODES)}")
+    if overwrite_filter is not None and mode != "overwrite":
+        raise ValidationError(f"An overwrite filter needs mode 'overwrite', not {mode!r}")
+    if merge_schema:
+        merge_columns(df, table)
+    metadata = table.metadata
+    schema = metadata.schema()
+    row_filter = as_expr(overwrite_filter) if mode == "overwrite" else None
+    if row_filter is not None and row_filter != ALWAYS_TRUE:
+        from icepark.expressions import bind  # noqa: PLC0415
+
+        bind(row_filter, schema)  # unknown columns fail now, before any file
+    prepared = conform(df, schema)
+    head = branch_head(metadata, branch)
+    written = write_data_files(prepared, metadata, table.io,
+                               row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
+                               snapshot=head)
+    try:
+        commit_files(table, written.files, mode, row_filter, job_id=written.job_id,
+                     start_snapshot_id=None if head is None else head.snapshot_id,
+                     branch=branch, snapshot_properties=snapshot_properties)
+    except CommitStateUnknown:
+        raise
+    except BaseException as e:
+        written.abort(table.io)
+        converted = task_error(e)
+        if converted is e:
+            raise
+        raise converted from e
+    return table
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+def merge_columns(df: DataFrame, table: Table) -> None:
+    """Add the DataFrame's columns the table does not have (``union_by_name``; new IDs)."""
+    incoming = to_iceberg(df.schema, fresh_ids=True)
+    table.update_schema().union_by_name(incoming).commit()
+
+
+def arrow_schema_of(df_schema: Any) -> Any:
+    """The Arrow schema Spark hands Python workers for ``df_schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow  # noqa: PLC0415
+
+    return spark_to_arrow(df_schema, timezone="UTC")
+
+
+def check_schema(df_schema: Any, schema: Schema) -> None:
+    """Raise :class:`ValidationError` naming the first column of ``df_schema`` (a Spark
+    ``StructType``) that cannot be written to ``schema``: an extra column, a missing required
+    one without a write-default, or a type that is not the same or an allowed promotion."""
+    arrow_in = arrow_schema_of(df_schema)
+    try:
+        check_columns(arrow_in, schema.fields)
+    except ValidationError as e:
+        if "not in the table schema" in str(e):
+            raise ValidationError(f"{e}: add them with merge_schema=True or drop them") from None
+        raise
+    prepare(prepare_empty(arrow_in), schema, to_arrow_schema(schema))
+
+
+def conform(df: DataFrame, schema: Schema) -> DataFrame:
+    """``df`` checked (:func:`check_schema`) and selected into the table's top-level column
+    order: allowed promotions cast, missing columns filled with their write-default or null.
+    Nested write-defaults and casts are applied to the Arrow batches in the tasks."""
+    check_schema(df.schema, schema)
+    given = {f.name: f for f in df.schema.fields}
+    columns = []
+    for f in schema.fields:
+        target = to_spark_type(f.field_type)
+        present = given.get(f.name)
+        if present is None:
+            col = default_column(f, target)
+        else:
+            col = F.col(quote(f.name))
+            if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
+                col = col.cast(target)
+        columns.append(col.alias(f.name))
+    return df.select(*columns)
+
+
+# ----------------------------------------------------------------------------- commit
+
+
+def commit_files(table: Table, files: list[DataFile], mode: str, row_filter: Expr | None, *,
+                 job_id: str, start_snapshot_id: int | None, branch: str = MAIN_BRANCH,
+                 snapshot_properties: Mapping[str, str] | None = None) -> None:
+    """Commit ``files`` to ``table`` in one snapshot of ``mode`` (see the module docstring).
+
+    ``start_snapshot_id`` is the branch head the job started from (an overwrite fails if data
+    matching its filter was added since); ``job_id`` goes to the summary as
+    :data:`JOB_ID_PROPERTY`, so an abort can tell a committed job from a failed one.
+    """
+    properties = {**(snapshot_properties or {}), JOB_ID_PROPERTY: job_id}
+    if mode == "append":
+        table.new_append(branch=branch, snapshot_properties=properties) \
+            .append_files(files).commit()
+        return
+    if mode == "dynamic":
+        properties.setdefault("replace-partitions", "true")
+    overwrite = table.new_overwrite(branch=branch, snapshot_properties=properties)
+    if mode == "dynamic":
+        overwrite.delete_files(files_in_partitions(table, table.metadata, files, branch))
+    else:
+        overwrite.delete_where(row_filter or ALWAYS_TRUE) \
+            .validate_no_conflicting_appends(start_snapshot_id)
+    overwrite.add_files(files).commit()
+
+
+def committed_job(metadata: TableMetadata, job_id: str) -> bool:
+    """Whether a snapshot of ``metadata`` was committed by the write job ``job_id``."""
+    return any(s.summary is not None and s.summary.properties.get(JOB_ID_PROPERTY) == job_id
+               for s in metadata.snapshots)
+
+
+def head_id(metadata: TableMetadata, branch: str) -> int | None:
+    """The ID of the snapshot a commit to ``branch`` would build on (None: empty)."""
+    head = branch_head(metadata, branch)
+    return None if head is None else head.snapshot_id
+
+
+def files_in_partitions(table: Table, metadata: TableMetadata, files: list[DataFile],
+                        branch: str) -> list[DataFile]:
+    """The live data files of ``branch`` in the same spec and partition as one of ``files``."""
+    wanted = {(f.spec_id, _key(f.partition)) for f in files}
+    specs = {s.spec_id: s for s in metadata.partition_specs}
+    spec_ids = {spec_id for spec_id, _ in wanted}
+    found = []
+    for manifest in snapshot_manifests(table.io, branch_head(metadata, branch)):
+        if manifest.content is not ManifestContent.DATA or \
+                manifest.partition_spec_id not in spec_ids:
+            continue
+        for entry in read_manifest(table.io, manifest, specs_by_id=specs, discard_deleted=True):
+            data_file = entry.data_file
+            if (data_file.spec_id, _key(data_file.partition)) in wanted:
+                found.append(data_file)
+    return found
+
+
+def _key(partition: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(("nan",) if isinstance(v, float) and math.isnan(v) else v for v in partition)
+
+
+__all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "NATIVE_WRITER_PROPERTY",
+           "collect_files", "commit_files", "committed_job", "conform", "distribute",
+           "distribution_mode", "head_id", "new_task", "write"]

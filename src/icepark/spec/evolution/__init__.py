@@ -1,0 +1,1 @@
+"""Schema and partition evolution: pure builders that derive the next schema or partition spec."""

@@ -1,0 +1,25 @@
+"""Reserved field IDs: the columns of position delete files.
+
+Spec, *Reserved Field IDs*: "Iceberg tables must not use field ids greater than 2147483447
+(``Integer.MAX_VALUE - 200``). This id range is reserved for metadata columns that can be used
+in user data schemas, like the ``_file`` column that holds the file path in which a row was
+stored." The position delete file's columns are among them (*Position Delete Files*):
+``2147483546 file_path``, ``2147483545 pos`` and ``2147483544 row``.
+
+>>> FILE_PATH.field_id, POS.field_id, ROW_FIELD_ID
+(2147483546, 2147483545, 2147483544)
+"""
+
+from __future__ import annotations
+
+from icepark.spec.types import LONG, STRING, NestedField
+
+FILE_PATH = NestedField.required(
+    2147483546, "file_path", STRING,
+    "Full URI of a data file with FS scheme. This must match the file_path of the target data "
+    "file in a manifest entry")
+POS = NestedField.required(
+    2147483545, "pos", LONG,
+    "Ordinal position of a deleted row in the target data file identified by file_path, "
+    "starting at 0")
+ROW_FIELD_ID = 2147483544

@@ -1,0 +1,1 @@
+"""Metadata tables: a table's snapshots, history, refs, manifests, files, entries and partitions."""

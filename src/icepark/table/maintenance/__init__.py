@@ -1,0 +1,1 @@
+"""Table maintenance: snapshot expiry and the removal of files nothing references any more."""

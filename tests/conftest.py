@@ -1,0 +1,21 @@
+"""One shared local Spark session for the whole test run (Spark tests, the README tour)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icepark.spark.session import build_session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = build_session(
+        master="local[2]",
+        app_name="icepark-tests",
+        config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+    )
+    yield session
+    session.stop()
