@@ -423,7 +423,7 @@ def test_iceberg_layout_parquet_reads_by_field_id(time_type: SparkSession,
 def test_invalid_uuid_strings_fail_the_conversion(spark: SparkSession) -> None:
     schema = Schema.of(NestedField.optional(1, "u", UUID))
     df = spark.createDataFrame([("not-a-uuid",)], to_spark(schema))
-    with pytest.raises(Exception, match="Invalid uuid value: not-a-uuid"):
+    with pytest.raises(Exception, match=r"Invalid uuid value in column 'u' .*: not-a-uuid"):
         df.select(*file_columns(schema)).collect()
     odd = Schema.of(NestedField.optional(1, "a.b", StructType((
         NestedField.optional(2, "c.d", UUID),))))

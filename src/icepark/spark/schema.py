@@ -56,6 +56,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -358,8 +359,9 @@ def _marked(data_type: T.DataType, marker: Any, name: str) -> PrimitiveType:
     return t
 
 
-def uuid_to_string(col: Column) -> Column:
-    """16 uuid bytes (big endian, as stored) as the canonical lower-case uuid string."""
+def uuid_to_string(col: Column, column: str | None = None) -> Column:
+    """16 uuid bytes (big endian, as stored) as the canonical lower-case uuid string
+    (``column``, the name, is not needed: stored values are always 16 bytes)."""
     digits = F.lower(F.hex(col))
     return F.concat(*(F.substring(digits, start, length) if i == 0 else
                       F.concat(F.lit("-"), F.substring(digits, start, length))
@@ -370,11 +372,15 @@ _UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 _UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
-def uuid_to_bytes(col: Column) -> Column:
-    """A uuid string as its 16 bytes; anything but ``8-4-4-4-12`` hex digits fails the job."""
+def uuid_to_bytes(col: Column, column: str | None = None) -> Column:
+    """A uuid string as its 16 bytes; anything but ``8-4-4-4-12`` hex digits fails the job
+    with a message naming the value (and ``column``, when given)."""
+    where = f" in column {column!r}" if column is not None else ""
     return (F.when(col.isNull(), F.lit(None).cast(T.BinaryType()))
             .when(col.rlike(_UUID_PATTERN), F.unhex(F.regexp_replace(col, "-", "")))
-            .otherwise(F.raise_error(F.concat(F.lit("Invalid uuid value: "), col))))
+            .otherwise(F.raise_error(F.concat(
+                F.lit(f"Invalid uuid value{where} (write xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx): "),
+                col))))
 
 
 def read_columns(schema: Schema) -> list[Column]:
@@ -388,14 +394,15 @@ def file_columns(schema: Schema) -> list[Column]:
     return _convert_columns(schema, uuid_to_bytes, "table")
 
 
-def _convert_columns(schema: Schema, convert: Callable[[Column], Column],
+def _convert_columns(schema: Schema, convert: Callable[..., Column],
                      source: Layout) -> list[Column]:
     target = read_schema(schema) if source == "table" else to_spark(schema)
     columns = []
     for f, spark_field in zip(schema.fields, target.fields, strict=True):
         col = F.col(quote(f.name))
         if has_uuid(f.field_type):
-            col = _convert(col, f.field_type, spark_field.dataType, convert).alias(
+            col = _convert(col, f.field_type, spark_field.dataType,
+                           functools.partial(convert, column=f.name)).alias(
                 f.name, metadata=spark_field.metadata)
         columns.append(col)
     return columns

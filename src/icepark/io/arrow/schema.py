@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.io.arrow.fixed_width import fixed_from_binary, uuids_from_strings
 from icepark.spec.schema import Schema, SchemaVisitor, fresh_schema, visit
 from icepark.spec.types import (
     BINARY,
@@ -432,13 +433,24 @@ def _same_kind(t: PrimitiveType, source: Any) -> bool:
             zoned = t.type_id is TypeId.TIMESTAMPTZ
             return bool(types.is_timestamp(source)) and (source.tz is not None) == zoned
         case TypeId.STRING:
-            return bool(types.is_string(source) or types.is_large_string(source)
-                        or types.is_string_view(source))
-        case TypeId.UUID | TypeId.FIXED:
-            return bool(types.is_fixed_size_binary(source))
+            return _is_string(source)
+        case TypeId.UUID:  # also canonical strings and 16-byte binary, as Spark holds them
+            return bool(types.is_fixed_size_binary(source) or _is_string(source)
+                        or _is_binary(source))
+        case TypeId.FIXED:  # also variable-length binary of the right length (Spark's form)
+            return bool(types.is_fixed_size_binary(source) or _is_binary(source))
         case _:  # binary
-            return bool(types.is_binary(source) or types.is_large_binary(source)
-                        or types.is_binary_view(source) or types.is_fixed_size_binary(source))
+            return _is_binary(source) or bool(types.is_fixed_size_binary(source))
+
+
+def _is_string(source: Any) -> bool:
+    return bool(pa.types.is_string(source) or pa.types.is_large_string(source)
+                or pa.types.is_string_view(source))
+
+
+def _is_binary(source: Any) -> bool:
+    return bool(pa.types.is_binary(source) or pa.types.is_large_binary(source)
+                or pa.types.is_binary_view(source))
 
 
 def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> Any:
@@ -447,6 +459,11 @@ def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> An
     if not _same_kind(t, arr.type):
         raise ValidationError(f"Column {path!r} has Arrow type {arr.type}, which cannot be "
                               f"written as Iceberg {t}")
+    if t.type_id in (TypeId.UUID, TypeId.FIXED) and not pa.types.is_fixed_size_binary(arr.type):
+        storage = getattr(target, "storage_type", target)
+        fixed = (uuids_from_strings(arr, path) if _is_string(arr.type)
+                 else fixed_from_binary(arr, storage.byte_width, path, str(t)))
+        return fixed if storage is target else pa.ExtensionArray.from_storage(target, fixed)
     try:
         return arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
