@@ -23,6 +23,16 @@ class NoSuchTable(IcebergError):  # noqa: N818
     """The table does not exist in the catalog."""
 
 
+class NoSuchSnapshot(ValidationError):  # noqa: N818
+    """The snapshot, branch or tag a read or change names does not exist (or has expired), or
+    no snapshot was current at the time it names. A ``ValidationError`` too: the input names
+    something the table does not have."""
+
+
+class NoSuchCatalog(IcebergError):  # noqa: N818
+    """The catalog a command names does not exist (and the command does not create one)."""
+
+
 class NoSuchNamespace(IcebergError):  # noqa: N818
     """The namespace does not exist in the catalog."""
 

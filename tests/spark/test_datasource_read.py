@@ -252,7 +252,7 @@ def test_snapshot_options(spark: SparkSession, history: Table, history_root: Pat
     ({"branch": "dev", "as_of_timestamp": 5}, "not as-of-timestamp and branch"),
     ({"snapshot_id": 12345}, "Cannot find snapshot 12345"),
     ({"snapshot_id": "abc"}, "snapshot-id must be an integer"),
-    ({"as_of_timestamp": 1}, "No snapshot was current at 1"),
+    ({"as_of_timestamp": 1}, "No snapshot was current at 1970-01-01T00:00:00.001Z"),
     ({"tag": "nope"}, "Cannot find branch or tag 'nope'"),
     ({"branch": "v1"}, "'v1' is a tag, not a branch"),
     ({"tag": "dev"}, "'dev' is a branch, not a tag"),

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icepark.errors import CorruptFile, FileNotFound, ValidationError
+from icepark.errors import CorruptFile, FileNotFound, NoSuchSnapshot, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
 from icepark.io.fileio import ArrowFileIO, ArrowInputFile
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -100,7 +100,7 @@ def test_as_of_timestamp_uses_the_snapshot_log(tmp_path: Path) -> None:
     assert TableScan(md, t.io, as_of_timestamp=1999).snapshot() == s1
     assert TableScan(md, t.io, as_of_timestamp=2000).snapshot() == s2
     assert TableScan(md, t.io, as_of_timestamp=10**13).snapshot() == s2
-    with pytest.raises(ValidationError, match="No snapshot was current at 999"):
+    with pytest.raises(NoSuchSnapshot, match=r"No snapshot was current at 1970-01-01T00:00"):
         TableScan(md, t.io, as_of_timestamp=999)
 
 

@@ -17,11 +17,13 @@ icepark.errors.ValidationError: Unknown catalog type 'hive': use 'sql' or 'files
 
 from __future__ import annotations
 
+import os
+
 from icepark.catalog.base import BaseCatalog, Catalog, PropertiesUpdate
 from icepark.catalog.config import catalog_properties
 from icepark.catalog.filesystem import FilesystemCatalog
-from icepark.catalog.sql import SqlCatalog
-from icepark.errors import ValidationError
+from icepark.catalog.sql import SqlCatalog, database_uri, sqlite_file
+from icepark.errors import NoSuchCatalog, ValidationError
 
 TYPES: dict[str, type[BaseCatalog]] = {"sql": SqlCatalog, "filesystem": FilesystemCatalog}
 
@@ -39,11 +41,25 @@ def load_catalog(name: str = "default", **properties: str) -> BaseCatalog:
     return implementation(name, merged)
 
 
+def existing_catalog(name: str = "default", **properties: str) -> BaseCatalog:
+    """The catalog :func:`load_catalog` opens, but only if it exists: a SQLite catalog whose
+    database file is missing raises :class:`~icepark.errors.NoSuchCatalog` instead of being
+    created (for commands that only read or change what is there)."""
+    merged = catalog_properties(name, properties)
+    if merged.get("type", "sql").strip().lower() == "sql":
+        path = sqlite_file(database_uri(merged))
+        if path is not None and not os.path.exists(path):
+            raise NoSuchCatalog(f"No catalog {name!r} here: {path} does not exist (create a "
+                                "table first, or name the catalog's uri or warehouse)")
+    return load_catalog(name, **properties)
+
+
 __all__ = [
     "BaseCatalog",
     "Catalog",
     "FilesystemCatalog",
     "PropertiesUpdate",
     "SqlCatalog",
+    "existing_catalog",
     "load_catalog",
 ]

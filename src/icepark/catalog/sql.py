@@ -102,6 +102,32 @@ def _like_prefix(namespace: str) -> str:
     return escaped + ".%"
 
 
+def database_uri(properties: Mapping[str, str]) -> str:
+    """The catalog database's URL: ``uri``, else a SQLite file in a local ``warehouse``."""
+    uri = properties.get(URI)
+    if uri:
+        return uri
+    warehouse = warehouse_location(properties) or ""
+    if warehouse.startswith("file:"):
+        warehouse = urlsplit(warehouse).path
+    if not warehouse or "://" in warehouse:
+        raise ValidationError("The SQL catalog needs a 'uri' property (or a local "
+                              "'warehouse' to keep a SQLite file in)")
+    return f"sqlite:///{warehouse}/catalog.db"
+
+
+def sqlite_file(uri: str) -> str | None:
+    """The database file of a SQLite URL (None for another database or an in-memory one).
+
+    >>> sqlite_file("sqlite:////tmp/wh/catalog.db"), sqlite_file("sqlite://")
+    ('/tmp/wh/catalog.db', None)
+    """
+    url = sa.engine.make_url(uri)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return url.database
+
+
 class SqlCatalog(MetastoreCatalog):
     """A catalog in a SQL database (properties: ``uri``, default
     ``sqlite:///<warehouse>/catalog.db``; ``warehouse``, the root of default table
@@ -110,16 +136,7 @@ class SqlCatalog(MetastoreCatalog):
     def __init__(self, name: str, properties: Mapping[str, str] | None = None,
                  file_io: FileIO | None = None) -> None:
         super().__init__(name, properties, file_io)
-        uri = self._properties.get(URI)
-        if not uri:
-            warehouse = warehouse_location(self._properties) or ""
-            if warehouse.startswith("file:"):
-                warehouse = urlsplit(warehouse).path
-            if not warehouse or "://" in warehouse:
-                raise ValidationError("The SQL catalog needs a 'uri' property (or a local "
-                                      "'warehouse' to keep a SQLite file in)")
-            uri = f"sqlite:///{warehouse}/catalog.db"
-        self._engine = _create_engine(uri)
+        self._engine = _create_engine(database_uri(self._properties))
         self._tables, self._props = _define(sa.MetaData(), with_type=True)
         self._has_type = self._create_tables()
         if not self._has_type:  # a catalog created before views: no iceberg_type column

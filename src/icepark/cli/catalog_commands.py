@@ -84,7 +84,7 @@ def _walk(catalog: BaseCatalog, parent: Identifier) -> list[Identifier]:
 
 
 def namespaces(args: argparse.Namespace, out: Output) -> int:
-    catalog = open_catalog(args)
+    catalog = open_catalog(args, create=args.action == "create")
     if args.action == "list":
         if args.namespace is not None:
             raise ValidationError("'namespaces' lists with --parent NS; to create or drop one "
@@ -140,7 +140,7 @@ def ensure_namespace(catalog: BaseCatalog, namespace: Identifier, out: Output) -
 
 
 def create(args: argparse.Namespace, out: Output) -> int:
-    catalog = open_catalog(args)
+    catalog = open_catalog(args, create=True)
     ident = table_identifier(args.table)
     if args.format and not args.from_file:
         raise ValidationError("--format applies to --from-file only")

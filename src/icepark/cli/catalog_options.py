@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from icepark.catalog import BaseCatalog, load_catalog
+from icepark.catalog import BaseCatalog, existing_catalog, load_catalog
 from icepark.cli.arguments import key_values
 
 CATALOG_ENV = "ICEPARK_CATALOG"
@@ -61,11 +61,14 @@ def catalog_name(args: argparse.Namespace) -> str:
     return name or os.environ.get(CATALOG_ENV) or "default"
 
 
-def open_catalog(args: argparse.Namespace) -> BaseCatalog:
-    """The catalog the global options name."""
+def open_catalog(args: argparse.Namespace, create: bool = False) -> BaseCatalog:
+    """The catalog the global options name; a missing SQLite catalog is created only when
+    ``create`` (commands that create tables or namespaces), and is
+    :class:`~icepark.errors.NoSuchCatalog` otherwise."""
     properties = key_values(getattr(args, "catalog_properties", []) or [], "--property")
     for key in ("type", "uri", "warehouse"):
         value = getattr(args, key, None)
         if value is not None:
             properties[key] = str(value)
-    return load_catalog(catalog_name(args), **properties)
+    opener = load_catalog if create else existing_catalog
+    return opener(catalog_name(args), **properties)

@@ -11,6 +11,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -26,7 +27,9 @@ from icepark.errors import (
     CommitFailed,
     CommitStateUnknown,
     IcebergError,
+    NoSuchCatalog,
     NoSuchNamespace,
+    NoSuchSnapshot,
     NoSuchTable,
     ValidationError,
 )
@@ -37,7 +40,9 @@ EXIT_INTERRUPTED = 130
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (NoSuchTable, EXIT_NOT_FOUND),
+    (NoSuchSnapshot, EXIT_NOT_FOUND),  # also a ValidationError: must come first
     (NoSuchNamespace, EXIT_NOT_FOUND),
+    (NoSuchCatalog, EXIT_NOT_FOUND),
     (NoSuchProperty, EXIT_NOT_FOUND),
     (FileNotFoundError, EXIT_NOT_FOUND),  # icepark's FileNotFound too
     (AlreadyExists, EXIT_CONFLICT),
@@ -52,7 +57,7 @@ exit codes:
   0  success
   1  unexpected failure (I/O, unreadable files, unsupported features, Spark errors)
   2  usage error or invalid input (bad arguments, malformed filter, schema mismatch)
-  3  not found (table, namespace, property, input file)
+  3  not found (catalog, table, namespace, snapshot, branch or tag, property, input file)
   4  conflict (already exists, concurrent commit); retrying may succeed
   5  commit state unknown: check the table before retrying
 
@@ -165,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(args.json)
     try:
         code: int = args.handler(args, out)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        _silence_stdout()  # the reader (``| head``) has what it wanted: not an error
+        return EXIT_OK
     except KeyboardInterrupt:
         print("icepark: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -174,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"icepark: error: {one_line(exc)}", file=sys.stderr)
         return exit_code(exc)
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _quickstart(args: argparse.Namespace, out: Output) -> int:

@@ -93,7 +93,7 @@ def _same_partitioning(table: Table, text: str) -> None:
 
 
 def ingest(args: argparse.Namespace, out: Output) -> int:
-    catalog = open_catalog(args)
+    catalog = open_catalog(args, create=True)
     ident = table_identifier(args.table)
     table: Table | None
     try:

@@ -116,6 +116,20 @@ def micros_to_iso_timestamp(micros: int, utc: bool) -> str:
     return f"{days_to_iso(days)}T{micros_to_iso_time(time_micros)}{'+00:00' if utc else ''}"
 
 
+def iso_ms(millis: int) -> str:
+    """A time in milliseconds since the epoch (as the metadata keeps times) as people read it:
+    ISO 8601 in UTC, to the millisecond.
+
+    >>> iso_ms(1709251200123)
+    '2024-03-01T00:00:00.123Z'
+    """
+    try:
+        text = micros_to_iso_timestamp(millis * 1000, utc=False)
+    except OverflowError:
+        return f"{millis} ms since the epoch"
+    return text[:-3] + "Z"
+
+
 def iso_to_days(text: str) -> int:
     """Parse ``YYYY-MM-DD``; raises ValueError."""
     m = _ISO_DATE.fullmatch(text)

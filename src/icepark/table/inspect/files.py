@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from icepark.errors import ValidationError
+from icepark.errors import NoSuchSnapshot, ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.manifest import read_manifest
@@ -153,8 +153,8 @@ def select_snapshot(metadata: TableMetadata, snapshot_id: int | None) -> Snapsho
     snapshot = metadata.snapshot_by_id(snapshot_id)
     if snapshot is None:
         known = ", ".join(str(s.snapshot_id) for s in metadata.snapshots) or "none"
-        raise ValidationError(f"Cannot inspect snapshot {snapshot_id}: it is not a snapshot of "
-                              f"the table (snapshots: {known})")
+        raise NoSuchSnapshot(f"Cannot inspect snapshot {snapshot_id}: it is not a snapshot of "
+                             f"the table (snapshots: {known})")
     return snapshot
 
 

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Self
 
-from icepark.errors import ValidationError
+from icepark.errors import NoSuchSnapshot, ValidationError
 from icepark.expressions import (
     ALWAYS_TRUE,
     AlwaysTrue,
@@ -56,6 +56,7 @@ from icepark.expressions import (
 )
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.manifest_list import snapshot_manifests
+from icepark.spec.datetimes import iso_ms
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot
@@ -91,16 +92,16 @@ def select_snapshot(metadata: TableMetadata, snapshot_id: int | None = None,
     if snapshot_id is not None:
         snapshot = metadata.snapshot_by_id(snapshot_id)
         if snapshot is None:
-            raise ValidationError(f"Cannot find snapshot {snapshot_id}: it does not exist or "
-                                  "has expired")
+            raise NoSuchSnapshot(f"Cannot find snapshot {snapshot_id}: it does not exist or "
+                                 "has expired")
         return snapshot
     if ref is not None:
         found = metadata.refs.get(ref)
         if found is None:
             if ref == MAIN_BRANCH and metadata.current_snapshot_id is None:
                 return None  # a table without snapshots has an empty main branch
-            raise ValidationError(f"Cannot find branch or tag {ref!r} (refs: "
-                                  f"{', '.join(sorted(metadata.refs)) or 'none'})")
+            raise NoSuchSnapshot(f"Cannot find branch or tag {ref!r} (refs: "
+                                 f"{', '.join(sorted(metadata.refs)) or 'none'})")
         return metadata.snapshot_by_id(found.snapshot_id)
     if as_of_timestamp is not None:
         return _snapshot_as_of(metadata, as_of_timestamp)
@@ -115,14 +116,14 @@ def _snapshot_as_of(metadata: TableMetadata, timestamp_ms: int) -> Snapshot:
             entry = logged
     if entry is None:
         first = min((e.timestamp_ms for e in metadata.snapshot_log), default=None)
-        raise ValidationError(
-            f"No snapshot was current at {timestamp_ms}: "
+        raise NoSuchSnapshot(
+            f"No snapshot was current at {iso_ms(timestamp_ms)}: "
             + ("the table has no snapshot log" if first is None
-               else f"the snapshot log starts at {first}"))
+               else f"the snapshot log starts at {iso_ms(first)}"))
     snapshot = metadata.snapshot_by_id(entry.snapshot_id)
     if snapshot is None:
-        raise ValidationError(f"Snapshot {entry.snapshot_id}, current at {timestamp_ms}, has "
-                              "expired")
+        raise NoSuchSnapshot(f"Snapshot {entry.snapshot_id}, current at "
+                             f"{iso_ms(timestamp_ms)}, has expired")
     return snapshot
 
 
