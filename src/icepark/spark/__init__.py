@@ -14,28 +14,46 @@ Spark tasks. The functions are thin: each names where its work is done.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
-
-from icepark.catalog import Catalog
-from icepark.errors import NoSuchTable
-from icepark.expressions import Expr
-from icepark.spark import session as _session
-from icepark.spark import tables as _tables
-from icepark.spark.datasource.source import register as register_datasource
-from icepark.spark.metadata_tables import metadata_table as _metadata_table
-from icepark.spark.reader.read import read as _read
-from icepark.spark.reader.read import read_incremental as _read_incremental
-from icepark.spark.rowlevel.delete import DeleteResult
-from icepark.spark.rowlevel.delete import delete_rows as _delete_rows
-from icepark.spark.schema import to_iceberg, to_spark
-from icepark.spark.session import build_session
-from icepark.spark.tables import TableLike, session_catalog
-from icepark.spark.writer.write import write as _write
-from icepark.spec.metadata import FormatVersion
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.table.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from icepark.catalog import Catalog
+    from icepark.expressions import Expr
+    from icepark.spark.datasource.source import register as register_datasource
+    from icepark.spark.rowlevel.delete import DeleteResult
+    from icepark.spark.schema import to_iceberg, to_spark
+    from icepark.spark.session import build_session
+    from icepark.spark.tables import TableLike, session_catalog
+    from icepark.spec.metadata import FormatVersion
+    from icepark.table.table import Table
+
+# Names served from their modules on first use, so that a Python worker importing one module
+# of this package (a write task, a data source reader) does not import all of them.
+_LAZY = {
+    "DeleteResult": "icepark.spark.rowlevel.delete",
+    "TableLike": "icepark.spark.tables",
+    "build_session": "icepark.spark.session",
+    "register_datasource": "icepark.spark.datasource.source",
+    "session_catalog": "icepark.spark.tables",
+    "to_iceberg": "icepark.spark.schema",
+    "to_spark": "icepark.spark.schema",
+}
+_SOURCE_NAMES = {"register_datasource": "register"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'icepark.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _SOURCE_NAMES.get(name, name))
+    globals()[name] = value
+    return value
 
 
 def configure(spark: SparkSession, catalog: Catalog | str | None = None,
@@ -48,9 +66,12 @@ def configure(spark: SparkSession, catalog: Catalog | str | None = None,
     ``catalog_properties`` such as ``uri=`` and ``warehouse=``) the one table identifiers
     resolve in. Returns ``spark``.
     """
-    _session.configure(spark)
-    register_datasource(spark)
-    _tables.use_catalog(spark, catalog, catalog_properties)
+    from icepark.spark import session, tables  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.datasource.source import register  # noqa: PLC0415
+
+    session.configure(spark)
+    register(spark)
+    tables.use_catalog(spark, catalog, catalog_properties)
     return spark
 
 
@@ -65,8 +86,11 @@ def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
     Only the planned files and needed columns are read, by Spark's own Parquet reader, with
     deletes applied (:func:`icepark.spark.reader.read.read`).
     """
-    return _read(spark, _tables.resolve(spark, table), row_filter, columns, snapshot_id,
-                 as_of_timestamp, ref)
+    from icepark.spark.reader.read import read as read_table  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return read_table(spark, resolve(spark, table), row_filter, columns, snapshot_id,
+                      as_of_timestamp, ref)
 
 
 def read_incremental(  # noqa: PLR0917 - the order of icepark.spark.reader.read
@@ -76,8 +100,11 @@ def read_incremental(  # noqa: PLR0917 - the order of icepark.spark.reader.read
     """The rows appended after ``from_snapshot_id`` (exclusive) up to ``to_snapshot_id``
     (inclusive; the current snapshot by default): appends only
     (:func:`icepark.spark.reader.read.read_incremental`)."""
-    return _read_incremental(spark, _tables.resolve(spark, table), from_snapshot_id,
-                             to_snapshot_id, row_filter, columns)
+    from icepark.spark.reader.read import read_incremental as appended  # noqa: PLC0415
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return appended(spark, resolve(spark, table), from_snapshot_id, to_snapshot_id,
+                    row_filter, columns)
 
 
 def write(df: DataFrame, table: TableLike, mode: str = "append", *,
@@ -99,6 +126,11 @@ def write(df: DataFrame, table: TableLike, mode: str = "append", *,
     ``"bucket(16, id)"``), sorted by ``sort_by`` (``"ts desc, id"``), with ``properties`` and
     ``format_version``; those four apply only when the table is created.
     """
+    from icepark.errors import NoSuchTable  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.tables import resolve, session_catalog  # noqa: PLC0415
+    from icepark.spark.writer.write import write as write_frame  # noqa: PLC0415
+    from icepark.table.table import Table  # noqa: PLC0415
+
     spark = df.sparkSession
     if isinstance(table, Table):
         target = table
@@ -108,12 +140,12 @@ def write(df: DataFrame, table: TableLike, mode: str = "append", *,
             properties=properties, format_version=format_version)
     else:
         try:
-            target = _tables.resolve(spark, table)
+            target = resolve(spark, table)
         except NoSuchTable as e:
             raise NoSuchTable(f"{e}; pass create=True to create it from the DataFrame's "
                               "schema") from e
-    return _write(df, target, mode, overwrite_filter=overwrite_filter, branch=branch,
-                  snapshot_properties=snapshot_properties, merge_schema=merge_schema)
+    return write_frame(df, target, mode, overwrite_filter=overwrite_filter, branch=branch,
+                       snapshot_properties=snapshot_properties, merge_schema=merge_schema)
 
 
 def delete(spark: SparkSession, table: TableLike, where: str | Expr, *,
@@ -122,20 +154,28 @@ def delete(spark: SparkSession, table: TableLike, where: str | Expr, *,
     """Delete the rows of ``table`` matching ``where`` in one snapshot: copy-on-write (files
     rewritten without them) or merge-on-read (position delete files), as the table property
     ``write.delete.mode`` says (:func:`icepark.spark.rowlevel.delete.delete_rows`)."""
-    return _delete_rows(spark, _tables.resolve(spark, table), where, branch=branch,
-                        snapshot_properties=snapshot_properties)
+    from icepark.spark.rowlevel.delete import delete_rows  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return delete_rows(spark, resolve(spark, table), where, branch=branch,
+                       snapshot_properties=snapshot_properties)
 
 
 def metadata_table(spark: SparkSession, table: TableLike, name: str,
                    snapshot_id: int | None = None) -> DataFrame:
     """A metadata table of ``table`` (``snapshots``, ``history``, ``refs``, ``manifests``,
     ``files``, ``entries``, ``partitions`` and their ``all_`` forms) as a DataFrame."""
-    return _metadata_table(spark, _tables.resolve(spark, table), name, snapshot_id)
+    from icepark.spark.metadata_tables import metadata_table as inspect  # noqa: PLC0415
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return inspect(spark, resolve(spark, table), name, snapshot_id)
 
 
 def load_table(spark: SparkSession, identifier: TableLike) -> Table:
     """The table ``identifier`` names in the session's catalog."""
-    return _tables.resolve(spark, identifier)
+    from icepark.spark.tables import resolve  # noqa: PLC0415 - see _LAZY
+
+    return resolve(spark, identifier)
 
 
 __all__ = [
