@@ -101,7 +101,7 @@ def test_partition_and_sort_clauses_bind_to_the_new_ids(db: BaseCatalog) -> None
 @pytest.mark.parametrize(("spec", "message"), [
     (["day(nope)"], "Invalid partition_spec: the table has no column 'nope'"),
     ("frobnicate(ts)", "Invalid partition_spec clause 'frobnicate(ts)': unknown transform"),
-    (42, "partition_spec must be a PartitionSpec or partition clauses"),
+    (42, "partition_spec must be a PartitionSpec or clauses such as"),
 ])
 def test_bad_partition_clauses_are_typed_errors(db: BaseCatalog, spec: object,
                                                 message: str) -> None:

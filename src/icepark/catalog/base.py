@@ -133,21 +133,27 @@ class Catalog(TableCommitter, Protocol):
 def _partition_spec(spec: PartitionSpecLike, schema: Schema) -> PartitionSpec | None:
     if spec is None or isinstance(spec, PartitionSpec):
         return spec
-    if isinstance(spec, str) or (isinstance(spec, Sequence) and all(isinstance(c, str)
-                                                                   for c in spec)):
-        return clauses.partition_spec(spec, schema, "partition_spec")
-    raise ValidationError("partition_spec must be a PartitionSpec or partition clauses such as "
-                          f"[\"day(ts)\", \"bucket(16, id)\"], not {type(spec).__name__}")
+    return clauses.partition_spec(_clause_text(spec, "partition_spec", "a PartitionSpec",
+                                               '["day(ts)", "bucket(16, id)"]'),
+                                  schema, "partition_spec")
 
 
 def _sort_order(order: SortOrderLike, schema: Schema) -> SortOrder | None:
     if order is None or isinstance(order, SortOrder):
         return order
-    if isinstance(order, str) or (isinstance(order, Sequence) and all(isinstance(c, str)
-                                                                     for c in order)):
-        return clauses.sort_order(order, schema, "sort_order")
-    raise ValidationError("sort_order must be a SortOrder or sort clauses such as "
-                          f"\"ts desc, id\", not {type(order).__name__}")
+    return clauses.sort_order(_clause_text(order, "sort_order", "a SortOrder", '"ts desc, id"'),
+                              schema, "sort_order")
+
+
+def _clause_text(value: object, what: str, value_kind: str, example: str) -> str | list[str]:
+    """``value`` as clauses (a string or a list of strings), or a ValidationError saying what
+    ``what`` accepts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and all(isinstance(c, str) for c in value):
+        return list(value)
+    raise ValidationError(f"{what} must be {value_kind} or clauses such as {example}, not "
+                          f"{type(value).__name__}")
 
 
 def read_metadata(file_io: FileIO, location: str) -> TableMetadata:
