@@ -1,4 +1,5 @@
-"""Exit codes exactly as the README's table says, and a closed pipe is not an error."""
+"""Exit codes exactly as the README's table says, a closed pipe is not an error, and what
+``properties list`` and ``schema`` show."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from icepark.catalog import BaseCatalog
-from tests.cli.cli_helpers import one_error_line
+from icepark.spec.types import INT
+from tests.cli.cli_helpers import json_out, one_error_line
 from tests.cli.conftest import Run, cli_env
 
 
@@ -55,3 +57,22 @@ def test_read_only_commands_never_create_a_catalog(icepark_cli: Run, tmp_path: P
     assert (tmp_path / "warehouse" / "catalog.db").is_file()
     listed = icepark_cli("tables")
     assert listed.returncode == 0, listed.stderr
+
+
+def test_properties_list_and_schema_defaults(icepark_cli: Run,
+                                             default_catalog: BaseCatalog) -> None:
+    default_catalog.create_namespace("db")
+    table = default_catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64())]),
+                                         format_version=3)  # defaults are v3
+    with table.update_schema() as update:
+        update.add_column("n", INT, "a number", False, 5)
+    table.refresh().set_properties({"owner": "ana"})
+    listed = icepark_cli("properties", "list", "db.t")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split() for line in listed.stdout.splitlines()] == [
+        ["key", "value"], ["-----", "-----"], ["owner", "ana"]]
+    assert json_out(icepark_cli("properties", "list", "db.t", "--json")) == [
+        {"key": "owner", "value": "ana"}]
+    shown = icepark_cli("schema", "db.t").stdout
+    assert "  2: n: optional int (a number)" in shown
+    assert shown.rstrip().endswith("defaults:\n  2: n: initial default 5, write default 5")

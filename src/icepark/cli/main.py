@@ -80,6 +80,7 @@ EXAMPLES: dict[str, str] = {
     "snapshots": "icepark snapshots db.events --json",
     "files": "icepark files db.events --snapshot 123",
     "properties": "icepark properties set db.events owner=ana",
+    "properties list": "icepark properties list db.events --json",
     "properties get": "icepark properties get db.events owner",
     "properties set": "icepark properties set db.events owner=ana write.format.default=parquet",
     "properties remove": "icepark properties remove db.events owner",

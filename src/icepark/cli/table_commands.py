@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from icepark.cli.catalog_options import open_catalog
 from icepark.cli.render import Output, count
 from icepark.errors import IcebergError
 from icepark.spec.partitioning import PartitionSpec
-from icepark.spec.schema import Schema
+from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.serde import (
     partition_spec_to_json,
     schema_to_json,
@@ -24,6 +25,7 @@ from icepark.spec.serde import (
 )
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.sorting import SortOrder
+from icepark.spec.values import to_json
 from icepark.table.inspect import tables as inspect
 from icepark.table.maintenance.expire import plan_expiry
 from icepark.table.table import Table
@@ -57,7 +59,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 
     props = commands.add_parser("properties", parents=parents, help="get, set or remove "
                                 "table properties")
-    actions = props.add_subparsers(dest="action", required=True, metavar="{get,set,remove}")
+    actions = props.add_subparsers(dest="action", required=True,
+                                   metavar="{list,get,set,remove}")
+    listed = actions.add_parser("list", parents=parents, help="all properties")
+    listed.add_argument("table")
     get = actions.add_parser("get", parents=parents, help="all properties, or one")
     get.add_argument("table")
     get.add_argument("key", nargs="?")
@@ -139,7 +144,7 @@ def describe(args: argparse.Namespace, out: Output) -> int:
         lines = [f"table {table.name}: format v{md.format_version}, uuid {md.table_uuid}",
                  f"location: {md.location}", f"metadata: {table.metadata_location}",
                  f"schema {md.current_schema_id}:",
-                 *(f"  {line}" for line in str(table.schema()).splitlines()),
+                 *(f"  {line}" for line in schema_text(table.schema()).splitlines()),
                  f"partition spec {md.default_spec_id}: {spec_text(table.spec(), table.schema())}",
                  f"sort order {md.default_sort_order_id}: "
                  f"{order_text(table.sort_order(), table.schema())}",
@@ -166,8 +171,37 @@ def describe(args: argparse.Namespace, out: Output) -> int:
 
 def schema(args: argparse.Namespace, out: Output) -> int:
     table = load(args)
-    out.document(schema_to_json(table.schema()), str(table.schema()))
+    out.document(schema_to_json(table.schema()), schema_text(table.schema()))
     return 0
+
+
+def schema_text(schema: Schema) -> str:
+    """The schema as people read it: a line per column with its ID, type and doc, marked when
+    it is an identifier field, then the default values of every column that has them (as
+    their Appendix D JSON form).
+
+    >>> from icepark.spec.types import INT, LONG, NestedField
+    >>> print(schema_text(Schema((NestedField(1, "id", LONG, True, "the key"),
+    ...                           NestedField(2, "n", INT, False, None, 5, 7)), 0, (1,))))
+    table {
+      1: id: required long (the key) [identifier]
+      2: n: optional int
+    }
+    defaults:
+      2: n: initial default 5, write default 7
+    """
+    marked = set(schema.identifier_field_ids)
+    lines = ["table {", *(f"  {f}{' [identifier]' if f.field_id in marked else ''}"
+                          for f in schema.fields), "}"]
+    defaults = []
+    for field_id, f in sorted(index_by_id(schema).items()):
+        shown = [f"{kind} default {json.dumps(to_json(f.field_type, value))}"
+                 for kind, value in (("initial", f.initial_default), ("write", f.write_default))
+                 if value is not None]
+        if shown:
+            defaults.append(f"  {field_id}: {schema.find_column_name(field_id)}: "
+                            + ", ".join(shown))
+    return "\n".join([*lines, *(["defaults:", *defaults] if defaults else [])])
 
 
 def _arrow_rows(arrow_table: Any) -> list[dict[str, Any]]:
@@ -220,8 +254,8 @@ def files(args: argparse.Namespace, out: Output) -> int:
 
 def properties(args: argparse.Namespace, out: Output) -> int:
     table = load(args)
-    if args.action == "get":
-        if args.key is None:
+    if args.action in ("list", "get"):
+        if getattr(args, "key", None) is None:
             current = dict(sorted(table.properties.items()))
             out.rows(["key", "value"], [[k, v] for k, v in current.items()],
                      empty="(no properties)")
