@@ -34,11 +34,7 @@ def load_catalog(name: str = "default", **properties: str) -> BaseCatalog:
     precedence); see :mod:`icepark.catalog.config`. ``type`` picks the implementation, ``uri``
     the SQL database, ``warehouse`` the root of table locations."""
     merged = catalog_properties(name, properties)
-    kind = merged.get("type", "sql").strip().lower()
-    implementation = TYPES.get(kind)
-    if implementation is None:
-        raise ValidationError(f"Unknown catalog type {kind!r}: use 'sql' or 'filesystem'")
-    return implementation(name, merged)
+    return _implementation(merged)(name, merged)
 
 
 def existing_catalog(name: str = "default", **properties: str) -> BaseCatalog:
@@ -46,12 +42,21 @@ def existing_catalog(name: str = "default", **properties: str) -> BaseCatalog:
     database file is missing raises :class:`~icepark.errors.NoSuchCatalog` instead of being
     created (for commands that only read or change what is there)."""
     merged = catalog_properties(name, properties)
-    if merged.get("type", "sql").strip().lower() == "sql":
+    implementation = _implementation(merged)
+    if implementation is SqlCatalog:
         path = sqlite_file(database_uri(merged))
         if path is not None and not os.path.exists(path):
             raise NoSuchCatalog(f"No catalog {name!r} here: {path} does not exist (create a "
                                 "table first, or name the catalog's uri or warehouse)")
-    return load_catalog(name, **properties)
+    return implementation(name, merged)
+
+
+def _implementation(merged: dict[str, str]) -> type[BaseCatalog]:
+    kind = merged.get("type", "sql").strip().lower()
+    implementation = TYPES.get(kind)
+    if implementation is None:
+        raise ValidationError(f"Unknown catalog type {kind!r}: use 'sql' or 'filesystem'")
+    return implementation
 
 
 __all__ = [

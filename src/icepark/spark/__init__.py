@@ -35,23 +35,22 @@ if TYPE_CHECKING:
 
 # Names served from their modules on first use, so that a Python worker importing one module
 # of this package (a write task, a data source reader) does not import all of them.
-_LAZY = {
-    "DeleteResult": "icepark.spark.rowlevel.delete",
-    "TableLike": "icepark.spark.tables",
-    "build_session": "icepark.spark.session",
-    "register_datasource": "icepark.spark.datasource.source",
-    "session_catalog": "icepark.spark.tables",
-    "to_iceberg": "icepark.spark.schema",
-    "to_spark": "icepark.spark.schema",
+_LAZY = {  # name -> (module, name there)
+    "DeleteResult": ("icepark.spark.rowlevel.delete", "DeleteResult"),
+    "TableLike": ("icepark.spark.tables", "TableLike"),
+    "build_session": ("icepark.spark.session", "build_session"),
+    "register_datasource": ("icepark.spark.datasource.source", "register"),
+    "session_catalog": ("icepark.spark.tables", "session_catalog"),
+    "to_iceberg": ("icepark.spark.schema", "to_iceberg"),
+    "to_spark": ("icepark.spark.schema", "to_spark"),
 }
-_SOURCE_NAMES = {"register_datasource": "register"}
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'icepark.spark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), _SOURCE_NAMES.get(name, name))
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value
 
