@@ -3,8 +3,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+JAVAREF := .venv-javaref
+JAVAREF_STAMP := $(JAVAREF)/.installed
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install javaref run test lint typecheck unit bench clean
 
 install: $(STAMP)
 
@@ -17,6 +19,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# The Java reference runtime's own environment (PySpark 3.5 and Iceberg's Spark runtime jar):
+# it cannot share a process or a venv with icepark's PySpark 4. Tests drive it in a subprocess.
+javaref: $(JAVAREF_STAMP)
+
+$(JAVAREF_STAMP): tools/javaref/requirements.txt
+	$(PYTHON) -m venv $(JAVAREF)
+	$(JAVAREF)/bin/python -m pip install --quiet -r tools/javaref/requirements.txt
+	@touch $(JAVAREF_STAMP)
+
 run: $(STAMP)
 	$(BIN)/icepark quickstart
 
@@ -26,7 +37,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(JAVAREF_STAMP)
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit
@@ -35,4 +46,4 @@ bench: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) warehouse build src/*.egg-info
+	rm -rf $(VENV) $(JAVAREF) warehouse build src/*.egg-info

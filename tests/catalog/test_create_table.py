@@ -126,3 +126,20 @@ def test_the_pyiceberg_names_work_on_tables_from_arrow(db: BaseCatalog) -> None:
     assert db.load_table("db.t").schema().as_struct() == EXPECTED.as_struct()
     db.drop_table("db.t")
     assert not db.table_exists("db.t")
+
+
+def test_format_version_property_chooses_the_format_version(db: BaseCatalog) -> None:
+    """As in the reference implementation, ``format-version`` given as a property at creation
+    is the table's format version, not a property kept in its metadata."""
+    table = db.create_table("db.v1", ARROW, properties={"format-version": "1", "owner": "ana"})
+    assert table.metadata.format_version == 1
+    assert dict(table.properties) == {"owner": "ana"}
+    v3 = db.create_table("db.v3", ARROW, properties={"format-version": "3"})
+    assert (v3.metadata.format_version, v3.metadata.next_row_id) == (3, 0)
+    with pytest.raises(ValidationError, match=r"^Invalid table property format-version='4': "
+                                              r"write 1, 2 or 3$"):
+        db.create_table("db.v4", ARROW, properties={"format-version": "4"})
+    with pytest.raises(ValidationError, match=r"^The table property format-version=1 "
+                                              r"contradicts format_version=3$"):
+        db.create_table("db.v5", ARROW, properties={"format-version": "1"}, format_version=3)
+    assert not db.table_exists("db.v4") and not db.table_exists("db.v5")

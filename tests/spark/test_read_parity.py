@@ -104,10 +104,11 @@ def _deletes(t: Table, ids: set[int], column: str | None = None,
 
 @pytest.fixture(scope="module")
 def evolved(tmp_path_factory: pytest.TempPathFactory) -> Table:
-    """Every kind of evolution and delete in one v3 table (see the steps)."""
+    """Every kind of evolution and delete in one table, written as v2 and then upgraded to v3
+    for an initial default (see the steps)."""
     catalog = _catalog(tmp_path_factory.mktemp("parity"))
     spec = PartitionSpecBuilder(SCHEMA).identity("cat").build()
-    t = catalog.create_table("db.e", SCHEMA, partition_spec=spec, format_version=3)
+    t = catalog.create_table("db.e", SCHEMA, partition_spec=spec, format_version=2)
     _append(t, [_row(i) for i in range(18)])
     # deletes at the first sequence numbers: positions, equality on z (a null included)
     _deletes(t, {1, 4, 11}, "z", ["r", None])
@@ -115,7 +116,7 @@ def evolved(tmp_path_factory: pytest.TempPathFactory) -> Table:
         u.rename_column("s.b", "bee").rename_column("name", "label")
         u.update_column("i", LONG).update_column("f", DOUBLE)
         u.update_column("d", PrimitiveType.decimal(12, 2))
-        u.add_column("extra", INT, initial_default=42)
+        u.add_column("extra", INT)
     with t.update_schema() as u:
         u.delete_column("label").delete_column("z")
     with t.update_schema() as u:
@@ -142,6 +143,9 @@ def evolved(tmp_path_factory: pytest.TempPathFactory) -> Table:
                          spec_id=t.spec().spec_id)
     with t.new_append() as a:
         a.append_file(data_file)
+    t.upgrade_format_version(3)  # v3: a column with an initial default, in no data file
+    with t.update_schema() as u:
+        u.add_column("bonus", INT, initial_default=42)
     return t.refresh()
 
 
@@ -174,7 +178,7 @@ def mapped(tmp_path_factory: pytest.TempPathFactory) -> Table:
 
 
 CASES = [(None, None), ("id > 5 AND id < 36", None), (None, ("id", "s")),
-         ("extra = 42 OR label IS NULL", ("label", "extra", "id")),
+         ("bonus = 42 AND (extra = 33 OR label IS NULL)", ("label", "extra", "bonus", "id")),
          ("cat = 'x'", ("cat", "d", "i")), ("s.bee = 'imp' OR f > 4.0", ("s.a", "id"))]
 
 
@@ -190,7 +194,8 @@ def test_evolved_table_covers_the_scenarios(spark: SparkSession, evolved: Table)
     assert {1, 4, 11, 31, 35}.isdisjoint(rows)  # position deletes, old and new
     assert all(i % 3 == 1 for i in range(18) if i in rows)  # z in ('r', null) deleted
     assert 33 not in rows and 34 in rows  # equality on label, newer sequence number only
-    assert rows[100]["cat"] == "x" and rows[7]["extra"] == 42 and rows[18]["extra"] is None
+    assert rows[100]["cat"] == "x" and rows[7]["extra"] is None and rows[33 - 1]["extra"] == 32
+    assert {r["bonus"] for r in rows.values()} == {42}
     assert _same(spark, evolved) == len(rows)
 
 

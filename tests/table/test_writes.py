@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
+from icepark.errors import CommitFailed, CommitStateUnknown, UnsupportedFeature, ValidationError
 from icepark.io.arrow.transforms import source_column, to_python_values
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import read_manifest
@@ -339,6 +340,8 @@ def test_a_bad_batch_mid_stream_deletes_the_files_written_before_it(
 
 def test_write_defaults_fill_missing_fields_on_a_v3_table(committer: InMemoryCommitter,
                                                           tmp_path: Path) -> None:
+    """The data files of a v3 table get each missing field's write-default (committing them
+    waits for row lineage: see test_a_v3_table_refuses_new_snapshots)."""
     schema = Schema.of(
         NestedField.required(1, "id", LONG),
         NestedField.required(2, "region", STRING, write_default="eu"),
@@ -351,17 +354,39 @@ def test_write_defaults_fill_missing_fields_on_a_v3_table(committer: InMemoryCom
     )
     table = make(committer, tmp_path, schema, format_version=3,
                  spec=PartitionSpecBuilder(schema).identity("region").build())
-    table.append(pa.table({"id": [1, 2], "p": pa.array([{"r": "x"}, None]),
-                           "score": [None, 2.0]}))
-    rows = sorted(read_rows(table), key=lambda r: r["id"])
+    files = write_files(table.io, table.metadata,
+                        pa.table({"id": [1, 2], "p": pa.array([{"r": "x"}, None]),
+                                  "score": [None, 2.0]}))
+    rows = sorted((r for f in files for r in pq.read_table(f.file_path).to_pylist()),
+                  key=lambda r: r["id"])
     assert rows == [
         {"id": 1, "region": "eu", "score": None, "on": date(2022, 1, 8),
          "p": {"q": 7, "r": "x"}, "note": None},
         {"id": 2, "region": "eu", "score": 2.0, "on": date(2022, 1, 8), "p": None,
          "note": None}]
-    assert [f.partition for f in data_files(table)] == [("eu",)]
+    assert [f.partition for f in files] == [("eu",)]
     with pytest.raises(ValidationError, match="'id' is required but missing"):
-        table.append(pa.table({"region": ["us"]}))
+        write_files(table.io, table.metadata, pa.table({"region": ["us"]}))
+
+
+def test_a_v3_table_refuses_new_snapshots(committer: InMemoryCommitter, tmp_path: Path) -> None:
+    """Until icepark assigns row lineage, a v3 table takes metadata changes but no snapshot,
+    and a refused write leaves no file behind."""
+    schema = Schema.of(NestedField.required(1, "id", LONG))
+    table = make(committer, tmp_path, schema, format_version=3)
+    assert table.metadata.next_row_id == 0
+    writes: list[Callable[[], object]] = [lambda: table.append(pa.table({"id": [1]})),
+                                          lambda: table.delete("id = 1"),
+                                          lambda: table.overwrite(pa.table({"id": [1]}))]
+    for write in writes:
+        with pytest.raises(UnsupportedFeature, match=(
+                r"^Writing data to a format version 3 table is not supported yet: icepark does "
+                r"not assign v3 row lineage \(first-row-id, next-row-id\)")):
+            write()
+    assert not parquet_files(table)
+    table = table.set_properties({"owner": "ana"})
+    assert table.refresh().current_snapshot() is None
+    assert table.refresh().properties["owner"] == "ana"
 
 
 # ----------------------------------------------------------------------------- failures

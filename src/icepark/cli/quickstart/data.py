@@ -57,8 +57,7 @@ SCHEMA = Schema.of(
     NestedField.optional(8, "tags", ListType(9, STRING, element_required=False)),
     NestedField.optional(10, "metrics", MapType(11, STRING, 12, DOUBLE, value_required=False)),
 )
-"""The table schema the quickstart creates (format v3, so columns can be added with
-defaults)."""
+"""The table schema the quickstart creates."""
 
 START_MS = 1_717_200_000_000
 """2024-06-01T00:00:00Z, the first possible event time."""

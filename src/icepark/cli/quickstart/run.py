@@ -1,14 +1,14 @@
 """``icepark quickstart``: the whole life of an Iceberg table on Spark, on this machine.
 
 On the embedded default (a local warehouse folder, a SQLite catalog file in it, Spark
-``local[*]``) it creates ``quickstart.events`` (format v3, partitioned by ``day(ts)``) and
+``local[*]``) it creates ``quickstart.events`` (format v2, partitioned by ``day(ts)``) and
 runs, reporting rows, files and seconds for each step:
 
 1. *ingest*: 80% of the generated events (:mod:`icepark.cli.quickstart.data`) through Spark;
 2. *append*: the other 20%, a second snapshot;
-3. *schema*: renames ``device.version`` to ``device.os_version`` and adds ``country`` with
-   the v3 default ``'unknown'`` (spec: "``initial-default`` is used to populate the field's
-   value for all records that were written before the field was added to the schema");
+3. *schema*: renames ``device.version`` to ``device.os_version`` and adds ``country``, null in
+   the rows written before it existed (the table is format v2, which the Java reference
+   runtime also writes; v3's ``initial-default`` waits for icepark's v3 row lineage);
 4. *partition*: ``day(ts)`` becomes ``month(ts), identity(kind)`` and 5% more events are
    appended under the new spec (spec, *Partition Evolution*: "When partitioning is changed,
    data files written with an older spec remain valid");
@@ -51,7 +51,7 @@ CATALOG = "default"
 ``icepark describe quickstart.events`` finds the table without flags."""
 TABLE = "quickstart.events"
 DELETE_FILTER = "kind = 'spam'"
-NEW_COLUMN, NEW_COLUMN_DEFAULT = "country", "unknown"
+NEW_COLUMN = "country"
 GROUP_BY = ("kind", NEW_COLUMN)
 SUMS = ("event_id",)
 MIN_ROWS = 100
@@ -130,10 +130,10 @@ class _Run:
 
         with timed() as elapsed, table.update_schema() as update:
             update.rename_column("device.version", "os_version")
-            update.add_column(NEW_COLUMN, STRING, None, False, NEW_COLUMN_DEFAULT)
+            update.add_column(NEW_COLUMN, STRING)
         table = table.refresh()
         self.report.step("schema", f"device.version {arrow} device.os_version, + {NEW_COLUMN}"
-                         f" (default {NEW_COLUMN_DEFAULT!r}); no file rewritten", elapsed())
+                         " (null in earlier rows); no file rewritten", elapsed())
 
         with timed() as elapsed:
             with table.update_spec() as spec:
@@ -225,7 +225,7 @@ def _create(catalog: BaseCatalog) -> tuple[Table, bool]:
     if replaced:
         catalog.drop_table(TABLE, purge=True)
     spec = PartitionSpecBuilder(SCHEMA).day("ts").build()
-    table = catalog.create_table(TABLE, SCHEMA, partition_spec=spec, format_version=3,
+    table = catalog.create_table(TABLE, SCHEMA, partition_spec=spec, format_version=2,
                                  properties={"write.delete.mode": "merge-on-read"})
     return table, replaced
 

@@ -67,7 +67,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.scan.tasks import FileScanTask
-from icepark.table.snapshot.producer import branch_head
+from icepark.table.snapshot.producer import branch_head, check_writable
 from icepark.table.snapshot.validation import (
     DELETE_ISOLATION_LEVEL,
     FileFilter,
@@ -150,6 +150,7 @@ def delete_rows(spark: SparkSession, table: Table, where: str | Expr, *,
                 snapshot_properties: Mapping[str, str] | None = None) -> DeleteResult:
     """Delete the rows of ``table`` matching ``where`` on ``branch`` in one snapshot (see the
     module docstring); ``table`` is refreshed to the new version."""
+    check_writable(table.metadata)
     mode = delete_mode(table.metadata)
     plan = _plan(table, as_expr(where), branch)
     if plan is None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spec.metadata import (
     MAX_FORMAT_VERSION,
     FormatVersion,
@@ -75,6 +75,7 @@ class MetadataBuilder:
         the metadata and the updates that create it (for catalogs that commit updates rather
         than files).
         """
+        properties, format_version = _reserved_format_version(properties, format_version)
         fresh, last_column_id = (fresh_schema(schema) if fresh_ids
                                  else (schema, schema.highest_field_id))
         bound_spec = _rebind_spec(spec or PartitionSpec(), schema, fresh)
@@ -89,7 +90,7 @@ class MetadataBuilder:
             u.AddSortOrder(bound_order),
             u.SetDefaultSortOrder(u.LAST_ADDED),
             u.SetLocation(location),
-            u.SetProperties(dict(properties or {})),
+            u.SetProperties(properties),
         ]
         seed = TableMetadata(
             format_version=1, table_uuid=None, location=location, last_sequence_number=0,
@@ -127,6 +128,8 @@ class MetadataBuilder:
                     raise ValidationError(f"Cannot downgrade format version "
                                           f"{f['format_version']} to {version}")
                 f["format_version"] = version
+                if version >= 3 and f["next_row_id"] is None:
+                    f["next_row_id"] = 0  # "Row Lineage for Upgraded Tables"
             case u.AddSchema(schema, last_column_id):
                 self._add_schema(schema, last_column_id)
             case u.SetCurrentSchema(schema_id):
@@ -246,6 +249,8 @@ class MetadataBuilder:
         f = self._fields
         if any(s.snapshot_id == snapshot.snapshot_id for s in f["snapshots"]):
             raise ValidationError(f"Snapshot {snapshot.snapshot_id} already exists")
+        if f["format_version"] >= 3 and snapshot.first_row_id is None:
+            raise v3_writes_unsupported()
         if f["format_version"] >= 2:
             if snapshot.sequence_number <= f["last_sequence_number"]:
                 raise ValidationError(
@@ -329,7 +334,50 @@ class MetadataBuilder:
         schema = next((s for s in f["schemas"] if s.schema_id == f["current_schema_id"]), None)
         if schema is not None:
             _check_bound(f, schema)
+        if f["format_version"] >= 3 and f["next_row_id"] is None:
+            f["next_row_id"] = 0  # required in v3; earlier icepark releases left it out
         return TableMetadata(**f)
+
+
+FORMAT_VERSION_PROPERTY = "format-version"
+
+
+def _reserved_format_version(properties: Mapping[str, str] | None, format_version: FormatVersion
+                             ) -> tuple[dict[str, str], FormatVersion]:
+    """The table properties without ``format-version``, and the format version they ask for.
+
+    As in the reference implementation, ``format-version`` given as a property at creation
+    chooses the table's format version and is not kept as a property (it is part of the
+    metadata itself). It must agree with ``format_version`` when that is not the default.
+    """
+    props = dict(properties or {})
+    text = props.pop(FORMAT_VERSION_PROPERTY, None)
+    if text is None:
+        return props, format_version
+    if text.strip() not in ("1", "2", "3"):
+        raise ValidationError(f"Invalid table property format-version={text!r}: "
+                              f"write 1, 2 or {MAX_FORMAT_VERSION}")
+    asked: FormatVersion = int(text)  # type: ignore[assignment]
+    if format_version not in (2, asked):
+        raise ValidationError(f"The table property format-version={text} contradicts "
+                              f"format_version={format_version}")
+    return props, asked
+
+
+def v3_writes_unsupported() -> UnsupportedFeature:
+    """The refusal of a new snapshot on a format version 3 table.
+
+    Spec (v3), *Row Lineage*: "In v3 and later, an Iceberg table must track row lineage fields
+    for all newly created rows. Engines must maintain the ``next-row-id`` table field"; and
+    *Snapshot Row IDs*: "The ``first-row-id`` field is required even if a commit does not
+    assign any ID space". icepark does not assign row IDs yet, so it adds no snapshot to a v3
+    table rather than break its lineage; metadata-only changes (schema, properties, refs) are
+    fine.
+    """
+    return UnsupportedFeature(
+        "Writing data to a format version 3 table is not supported yet: icepark does not "
+        "assign v3 row lineage (first-row-id, next-row-id). Read it, change its metadata, or "
+        "write to a format version 2 table")
 
 
 def _last_timestamp(f: Mapping[str, Any]) -> int:

@@ -59,7 +59,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRef
 from icepark.table.change import updates as u
-from icepark.table.change.metadata_builder import now_ms
+from icepark.table.change.metadata_builder import now_ms, v3_writes_unsupported
 from icepark.table.snapshot.locations import LocationProvider
 from icepark.table.snapshot.summary import (
     EMPTY_TOTALS,
@@ -163,6 +163,14 @@ class Attempt:
             UNASSIGNED_SEQUENCE_NUMBER, self.snapshot_id)
 
 
+def check_writable(base: TableMetadata) -> None:
+    """Refuse, before any file is written, a snapshot that icepark cannot write correctly: any
+    on a format version 3 table (see
+    :func:`~icepark.table.change.metadata_builder.v3_writes_unsupported`)."""
+    if base.format_version >= 3:
+        raise v3_writes_unsupported()
+
+
 class SnapshotProducer(ABC):
     """A change that commits one new snapshot to a branch (see the module docstring).
 
@@ -175,6 +183,7 @@ class SnapshotProducer(ABC):
                  snapshot_properties: Mapping[str, str] | None = None) -> None:
         if not branch:
             raise ValidationError("The branch name cannot be empty")
+        check_writable(base)
         self._io = file_io
         self._planned = base
         self.branch = branch
