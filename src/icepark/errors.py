@@ -6,13 +6,74 @@ The message names the field, value or rule at fault and, where it helps, what to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """What to do about an error, naming the option that does it: ``text`` with ``{}`` where
+    ``option`` goes, spelled as the Python API has it (``merge_schema=True``,
+    ``upgrade_format_version()``). A front end with other spellings (the CLI's flags) renders
+    it with its own (:meth:`render`), so no message is rewritten.
+
+    >>> Remedy("add them with {} or drop them", "merge_schema=True").render()
+    'add them with merge_schema=True or drop them'
+    >>> Remedy("add them with {}", "merge_schema=True").render({"merge_schema=True": "--x"})
+    'add them with --x'
+    """
+
+    text: str
+    option: str
+
+    def render(self, spellings: Mapping[str, str] | None = None) -> str:
+        """The remedy with ``option`` as ``spellings`` name it (the API's by default)."""
+        return self.text.format((spellings or {}).get(self.option, self.option))
+
 
 class IcebergError(Exception):
-    """Base class of every error icepark raises on purpose."""
+    """Base class of every error icepark raises on purpose.
+
+    ``remedy`` (keyword only) says what to do; the message is ``<problem>; <remedy>`` in the
+    API's words, and :meth:`explain` gives it in another front end's.
+
+    >>> e = ValidationError("Column(s) 'x' are not in the table schema",
+    ...                     remedy=Remedy("add them with {} or drop them", "merge_schema=True"))
+    >>> str(e)
+    "Column(s) 'x' are not in the table schema; add them with merge_schema=True or drop them"
+    >>> e.explain({"merge_schema=True": "--merge-schema"})
+    "Column(s) 'x' are not in the table schema; add them with --merge-schema or drop them"
+    """
+
+    def __init__(self, *args: object, remedy: Remedy | None = None) -> None:
+        self.problem = str(args[0]) if args else ""
+        self.remedy = remedy
+        if remedy is not None:
+            args = (f"{self.problem}; {remedy.render()}", *args[1:])
+        super().__init__(*args)
+
+    def explain(self, spellings: Mapping[str, str] | None = None) -> str:
+        """The message with the remedy's option spelled as ``spellings`` name it."""
+        if self.remedy is None:
+            return str(self)
+        return f"{self.problem}; {self.remedy.render(spellings)}"
 
 
 class ValidationError(IcebergError, ValueError):
     """Input (a type, schema, spec, metadata file or change) violates the Iceberg spec."""
+
+
+class IncompatibleColumn(ValidationError):  # noqa: N818 - reads as a noun, as NoSuchTable
+    """A column of the data has a type the table's column cannot take: ``column`` is its
+    dotted path, ``given`` and ``expected`` the two types as the raiser names them, so that an
+    engine's adapter can say it again in its own type names."""
+
+    def __init__(self, message: str, column: str, given: str, expected: str) -> None:
+        super().__init__(message)
+        self.column, self.given, self.expected = column, given, expected
+
+    def __reduce__(self) -> tuple[type[IncompatibleColumn], tuple[str, str, str, str]]:
+        return IncompatibleColumn, (self.problem, self.column, self.given, self.expected)
 
 
 class UnsupportedFeature(IcebergError):  # noqa: N818 - reads as a noun: "unsupported feature"

@@ -46,6 +46,7 @@ from icepark.errors import (
     CommitFailed,
     CommitStateUnknown,
     NoSuchTable,
+    Remedy,
     ValidationError,
 )
 from icepark.io.fileio import FileIO
@@ -150,8 +151,8 @@ class MetastoreCatalog(BaseCatalog):
         warehouse = warehouse_location(self._properties)
         if warehouse is None:
             raise ValidationError(
-                f"Cannot choose a location for {show(identifier)}: pass location= or set the "
-                "catalog's 'warehouse' property")
+                f"Cannot choose a location for {show(identifier)}",
+                remedy=Remedy("pass {} or set the catalog's 'warehouse' property", "location="))
         return f"{warehouse}/{'.'.join(namespace)}.db/{name}"
 
     def _create(self, identifier: Identifier, metadata: TableMetadata) -> CommitResult:

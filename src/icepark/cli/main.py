@@ -52,6 +52,14 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 )
 """The exit code of each error class (the first match wins); anything else exits 1."""
 
+CLI_SPELLINGS: dict[str, str] = {
+    "merge_schema=True": "--merge-schema",
+    "upgrade_format_version()": "'icepark properties set TABLE format-version=N'",
+    "location=": "--location",
+}
+"""The CLI's spelling of each Python API option an error's remedy names
+(:class:`~icepark.errors.Remedy`): a message names what the user can type."""
+
 EPILOG = """\
 exit codes:
   0  success
@@ -123,12 +131,18 @@ def one_line(error: BaseException) -> str:
     """The error as one line: icepark's messages whole, others by type and first line (a
     Spark error's first line names the error; the rest is a JVM stack trace).
 
+    A remedy names the CLI's flags (:data:`CLI_SPELLINGS`), not the Python API's options.
+
     >>> one_line(ValueError("bad\\n  at line 2")), one_line(ValidationError("a\\n  b"))
     ('ValueError: bad', 'a b')
+    >>> from icepark.errors import Remedy
+    >>> one_line(ValidationError("No column x", remedy=Remedy("use {}", "merge_schema=True")))
+    'No column x; use --merge-schema'
     """
-    text = str(error).strip()
     if isinstance(error, IcebergError):
+        text = error.explain(CLI_SPELLINGS).strip()
         return " ".join(line.strip() for line in text.splitlines()) or type(error).__name__
+    text = str(error).strip()
     first = text.splitlines()[0].strip() if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 

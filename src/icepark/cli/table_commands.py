@@ -14,7 +14,7 @@ from icepark.catalog.identifier import table_identifier
 from icepark.cli.arguments import key_values, parse_before, positive_int
 from icepark.cli.catalog_options import open_catalog
 from icepark.cli.render import Output, count
-from icepark.errors import IcebergError
+from icepark.errors import IcebergError, ValidationError
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.serde import (
@@ -29,6 +29,9 @@ from icepark.spec.values import to_json
 from icepark.table.inspect import tables as inspect
 from icepark.table.maintenance.expire import plan_expiry
 from icepark.table.table import Table
+
+FORMAT_VERSION = "format-version"
+"""The reserved property ``properties set`` turns into a format upgrade."""
 
 
 class NoSuchProperty(IcebergError):  # noqa: N818 - reads as "no such property", like NoSuchTable
@@ -267,8 +270,15 @@ def properties(args: argparse.Namespace, out: Output) -> int:
         return 0
     if args.action == "set":
         updates = key_values(args.pairs, "property")
-        table.set_properties(updates)
+        version = updates.pop(FORMAT_VERSION, None)
+        with table.transaction() as transaction:  # as Spark's SET TBLPROPERTIES: one commit
+            if version is not None:
+                transaction.upgrade_format_version(_format_version(version))
+            if updates:
+                transaction.set_properties(updates)
         message = f"set {count(len(updates), 'property', 'properties')} on {table.name}"
+        if version is not None:
+            message += f"; format version {table.metadata.format_version}"
     else:
         missing = [k for k in args.keys if k not in table.properties]
         table.remove_properties(*args.keys)
@@ -277,6 +287,14 @@ def properties(args: argparse.Namespace, out: Output) -> int:
             message += f" (not set: {', '.join(missing)})"
     out.document({"table": table.name, "properties": dict(table.properties)}, message)
     return 0
+
+
+def _format_version(text: str) -> int:
+    """``format-version=N`` of ``properties set``: upgrades the table, as the property does in
+    Spark's ``ALTER TABLE ... SET TBLPROPERTIES`` with the reference implementation."""
+    if text.strip() not in ("1", "2", "3"):
+        raise ValidationError(f"{FORMAT_VERSION} must be 1, 2 or 3, not {text!r}")
+    return int(text)
 
 
 def expire_snapshots(args: argparse.Namespace, out: Output) -> int:

@@ -56,3 +56,14 @@ def configure(session: SparkSession) -> None:
     """Apply icepark's runtime SQL settings to an existing session (e.g. a cluster's)."""
     for key, value in ICEPARK_SPARK_CONFIG.items():
         session.conf.set(key, value)
+
+
+CASE_SENSITIVE = "spark.sql.caseSensitive"
+"""Spark's setting of how column names resolve (false unless set: ignoring case)."""
+
+
+def case_sensitive(session: SparkSession) -> bool:
+    """Whether ``session`` resolves column names case-sensitively (:data:`CASE_SENSITIVE`);
+    icepark matches the names of a write's DataFrame and of a read's columns and filter the
+    same way."""
+    return str(session.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"

@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import IncompatibleColumn, UnsupportedFeature, ValidationError
 from icepark.io.arrow.fixed_width import fixed_from_binary, uuids_from_strings
 from icepark.spec.schema import Schema, SchemaVisitor, fresh_schema, visit
 from icepark.spec.types import (
@@ -334,7 +334,8 @@ def _conform(arr: Any, f: NestedField, target: Any, path: str, length: int) -> A
 
 def _conform_struct(arr: Any, t: StructType, target: Any, path: str) -> Any:
     if not pa.types.is_struct(arr.type):
-        raise ValidationError(f"Column {path!r} must be a struct, not {arr.type}")
+        raise IncompatibleColumn(f"Column {path!r} must be a struct, not {arr.type}", path,
+                                 str(arr.type), str(t))
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
     _reject_extra(set(names), t.fields, f"{path}.")
     parent_nulls = arr.is_null() if arr.null_count else None
@@ -387,7 +388,8 @@ def _conform_list(arr: Any, t: ListType, target: Any, path: str) -> Any:
     types = pa.types
     if not (types.is_list(arr.type) or types.is_large_list(arr.type)
             or types.is_fixed_size_list(arr.type) or types.is_list_view(arr.type)):
-        raise ValidationError(f"Column {path!r} must be a list, not {arr.type}")
+        raise IncompatibleColumn(f"Column {path!r} must be a list, not {arr.type}", path,
+                                 str(arr.type), str(t))
     values = arr.flatten()
     element = _conform(values, t.element_field, target.value_type, f"{path}.element",
                        len(values))
@@ -399,7 +401,8 @@ def _conform_list(arr: Any, t: ListType, target: Any, path: str) -> Any:
 
 def _conform_map(arr: Any, t: MapType, target: Any, path: str) -> Any:
     if not pa.types.is_map(arr.type):
-        raise ValidationError(f"Column {path!r} must be a map, not {arr.type}")
+        raise IncompatibleColumn(f"Column {path!r} must be a map, not {arr.type}", path,
+                                 str(arr.type), str(t))
     entries_type = pa.struct([arr.type.key_field, arr.type.item_field])
     as_list = arr.view(pa.list_(pa.field("entries", entries_type, nullable=False)))
     entries = as_list.flatten()
@@ -457,8 +460,8 @@ def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> An
     if arr.type == target:
         return arr
     if not _same_kind(t, arr.type):
-        raise ValidationError(f"Column {path!r} has Arrow type {arr.type}, which cannot be "
-                              f"written as Iceberg {t}")
+        raise IncompatibleColumn(f"Column {path!r} has Arrow type {arr.type}, which cannot be "
+                                 f"written as Iceberg {t}", path, str(arr.type), str(t))
     if t.type_id in (TypeId.UUID, TypeId.FIXED) and not pa.types.is_fixed_size_binary(arr.type):
         storage = getattr(target, "storage_type", target)
         fixed = (uuids_from_strings(arr, path) if _is_string(arr.type)

@@ -33,7 +33,7 @@ Concurrency*: "If the snapshot on which an update is based is no longer current,
 must retry the update based on the new current version", which the commit does.
 
 The schema is checked by name before any task runs
-(:func:`icepark.spark.writer.write.check_schema`).
+(:func:`icepark.spark.writer.columns.check_schema`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.spark.datasource.options import CatalogOptions, ReadOptions
 from icepark.spark.datasource.reader import IcebergReader, open_scan, spark_schema
+from icepark.spark.writer.columns import check_schema
 from icepark.spark.writer.tasks import WriteTask, delete_job_files, write_batches
-from icepark.spark.writer.write import check_schema, commit_files, committed_job, head_id, new_task
+from icepark.spark.writer.write import commit_files, committed_job, head_id, new_task
 from icepark.spec.manifest import DataFile
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.snapshot.validation import as_expr

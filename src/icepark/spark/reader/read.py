@@ -38,6 +38,7 @@ from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.spark.filters import spark_filter
 from icepark.spark.reader.scan_rows import scan_rows
 from icepark.spark.schema import quote, read_columns, to_spark
+from icepark.spark.session import case_sensitive
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType
 from icepark.table.scan.incremental import IncrementalAppendScan
@@ -51,9 +52,11 @@ def read(  # noqa: PLR0917 - the brief's positional order
         as_of_timestamp: int | None = None, ref: str | None = None) -> DataFrame:
     """The rows of ``table`` (at a snapshot, ref or time) matching ``row_filter``, with the
     ``columns`` (full dotted names; all by default) in table order, as a DataFrame in the
-    table layout (:func:`icepark.spark.schema.to_spark`)."""
+    table layout (:func:`icepark.spark.schema.to_spark`). Names in ``columns`` and
+    ``row_filter`` resolve as the session resolves them (``spark.sql.caseSensitive``)."""
     scan = table.scan(ALWAYS_TRUE if row_filter is None else row_filter,
                       selected_fields=tuple(columns) if columns is not None else ("*",),
+                      case_sensitive=case_sensitive(spark),
                       snapshot_id=snapshot_id, as_of_timestamp=as_of_timestamp, ref=ref)
     return _read_scan(spark, table, scan)
 
@@ -70,7 +73,7 @@ def read_incremental(  # noqa: PLR0917 - the brief's positional order
     scan = IncrementalAppendScan(
         table.metadata, table.io, from_snapshot_id, to_snapshot_id,
         ALWAYS_TRUE if row_filter is None else row_filter,
-        tuple(columns) if columns is not None else ("*",))
+        tuple(columns) if columns is not None else ("*",), case_sensitive(spark))
     return _read_scan(spark, table, scan)
 
 

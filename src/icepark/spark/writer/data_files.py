@@ -59,7 +59,8 @@ from icepark.spec.snapshots import Snapshot
 
 RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
 """The Spark schema of write tasks' output (:func:`~icepark.spark.writer.tasks.records_batch`)."""
-_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*)")
+_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*?)(?:\s+SQLSTATE: \w+)?$",
+                         re.MULTILINE)  # Spark appends the SQL state to a raised error
 
 
 @dataclass(frozen=True)

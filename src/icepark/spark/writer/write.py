@@ -52,11 +52,18 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
-from icepark.errors import CommitStateUnknown, ValidationError
+from icepark.errors import CommitStateUnknown, IncompatibleColumn, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
-from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spark.schema import default_column, quote, to_iceberg, to_spark_type
+from icepark.spark.session import case_sensitive
+from icepark.spark.writer.columns import (
+    check_schema,
+    checked_cast,
+    match_names,
+    renamed,
+    with_example,
+)
 from icepark.spark.writer.data_files import (
     collect_files,
     distribute,
@@ -73,7 +80,6 @@ from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import PrimitiveType
 from icepark.table.snapshot.producer import branch_head, check_writable, snapshot_manifests
 from icepark.table.snapshot.validation import as_expr
-from icepark.table.snapshot.writes import check_columns, prepare, prepare_empty
 from icepark.table.table import Table
 
 MODES = ("append", "overwrite", "dynamic")
@@ -129,37 +135,25 @@ def write(df: DataFrame, table: Table, mode: str = "append", *,
 
 
 def merge_columns(df: DataFrame, table: Table) -> None:
-    """Add the DataFrame's columns the table does not have (``union_by_name``; new IDs)."""
-    incoming = to_iceberg(df.schema, fresh_ids=True)
+    """Add the DataFrame's columns the table does not have (``union_by_name``; new IDs),
+    matching names as the session does (``spark.sql.caseSensitive``)."""
+    named, _ = match_names(df.schema, table.schema(), case_sensitive(df.sparkSession))
+    incoming = to_iceberg(named, fresh_ids=True)
     table.update_schema().union_by_name(incoming).commit()
 
 
-def arrow_schema_of(df_schema: Any) -> Any:
-    """The Arrow schema Spark hands Python workers for ``df_schema``."""
-    from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow  # noqa: PLC0415
-
-    return spark_to_arrow(df_schema, timezone="UTC")
-
-
-def check_schema(df_schema: Any, schema: Schema) -> None:
-    """Raise :class:`ValidationError` naming the first column of ``df_schema`` (a Spark
-    ``StructType``) that cannot be written to ``schema``: an extra column, a missing required
-    one without a write-default, or a type that is not the same or an allowed promotion."""
-    arrow_in = arrow_schema_of(df_schema)
-    try:
-        check_columns(arrow_in, schema.fields)
-    except ValidationError as e:
-        if "not in the table schema" in str(e):
-            raise ValidationError(f"{e}: add them with merge_schema=True or drop them") from None
-        raise
-    prepare(prepare_empty(arrow_in), schema, to_arrow_schema(schema))
-
-
 def conform(df: DataFrame, schema: Schema) -> DataFrame:
-    """``df`` checked (:func:`check_schema`) and selected into the table's top-level column
-    order: allowed promotions cast, missing columns filled with their write-default or null.
-    Nested write-defaults and casts are applied to the Arrow batches in the tasks."""
-    check_schema(df.schema, schema)
+    """``df`` matched by name (:mod:`icepark.spark.writer.columns`: as the session resolves
+    names), checked (:func:`check_schema`) and selected into the table's top-level column
+    order: allowed promotions and checked narrowings cast, missing columns filled with their
+    write-default or null. Nested write-defaults and casts are applied to the Arrow batches
+    in the tasks."""
+    sensitive = case_sensitive(df.sparkSession)
+    df = renamed(df, match_names(df.schema, schema, sensitive)[0])
+    try:
+        check_schema(df.schema, schema)
+    except IncompatibleColumn as e:
+        raise with_example(df, e, schema) from None
     given = {f.name: f for f in df.schema.fields}
     columns = []
     for f in schema.fields:
@@ -170,7 +164,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         else:
             col = F.col(quote(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
-                col = col.cast(target)
+                col = checked_cast(col, present.dataType, target, f.name)
         columns.append(col.alias(f.name))
     return df.select(*columns)
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self, cast
 
-from icepark.errors import ValidationError
+from icepark.errors import Remedy, ValidationError
 from icepark.spec.evolution.schema_update import UNSET, Path, SchemaUpdate
 from icepark.spec.evolution.spec_update import SpecUpdate
 from icepark.spec.metadata import FormatVersion, TableMetadata
@@ -223,7 +223,8 @@ def _check_key(key: object) -> None:
         raise ValidationError(f"Table property names must be non-empty strings, not {key!r}")
     if key in RESERVED_PROPERTIES:
         raise ValidationError(f"Table property {key!r} is reserved: it is a table metadata "
-                              "field; use upgrade_format_version() to change it")
+                              "field", remedy=Remedy("use {} to change it",
+                                                     "upgrade_format_version()"))
 
 
 def check_property(key: object, value: object) -> None:
