@@ -109,7 +109,7 @@ def ingest(args: argparse.Namespace, out: Output) -> int:
         from icepark.spark.writer.write import write  # noqa: PLC0415
 
         out.progress(f"reading {inputs.describe()}...")
-        df = read_inputs(spark, inputs)
+        df = read_inputs(spark, inputs, None if table is None else table.schema())
         created = table is None
         if table is None:
             schema = to_iceberg(df.schema, fresh_ids=True)

@@ -89,15 +89,25 @@ def spark_session(args: argparse.Namespace, out: Output) -> Iterator[SparkSessio
         yield session
 
 
-def read_inputs(spark: SparkSession, inputs: DataInputs) -> DataFrame:
-    reader = spark.read
+def read_inputs(spark: SparkSession, inputs: DataInputs, schema: Schema | None = None
+                ) -> DataFrame:
+    """The rows of ``inputs``: CSV (with a header row) and JSON lines with their column types
+    inferred, ISO-8601 timestamps and dates included, and, for an existing table's ``schema``,
+    converted to its column types (:mod:`icepark.spark.writer.text_inputs`); Parquet as it
+    is."""
+    from icepark.spark.session import case_sensitive  # noqa: PLC0415 - imports pyspark
+    from icepark.spark.writer import text_inputs  # noqa: PLC0415
+
     match inputs.format:
         case "csv":
-            return reader.csv(list(inputs.paths), header=True, inferSchema=True)
+            df = text_inputs.read_csv(spark, inputs.paths)
         case "json":
-            return reader.json(list(inputs.paths))
+            df = text_inputs.read_json(spark, inputs.paths)
         case _:
-            return reader.parquet(*inputs.paths)
+            return spark.read.parquet(*inputs.paths)
+    if schema is None:
+        return df
+    return text_inputs.in_table_types(df, schema, case_sensitive(spark))
 
 
 def infer_schema(args: argparse.Namespace, out: Output) -> Schema:
