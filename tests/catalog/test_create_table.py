@@ -92,7 +92,7 @@ def test_partition_and_sort_clauses_bind_to_the_new_ids(db: BaseCatalog) -> None
                             sort_order="ts desc, id")
     spec = table.spec()
     assert [(f.name, str(f.transform), f.source_id) for f in spec.fields] == [
-        ("ts_day", "day", 2), ("id_bucket_16", "bucket[16]", 1)]
+        ("ts_day", "day", 2), ("id_bucket", "bucket[16]", 1)]
     assert [(f.source_id, f.direction.value) for f in table.sort_order().fields] == [
         (2, "desc"), (1, "asc")]
     assert table.schema().find_field("ts").field_type == TIMESTAMPTZ

@@ -49,14 +49,14 @@ def test_create_from_schema_json_and_describe(icepark_cli: Run, tmp_path: Path,
                                                default_catalog: BaseCatalog) -> None:
     _create_events(icepark_cli, tmp_path)
     table = default_catalog.load_table("db.events")
-    assert [f.name for f in table.spec().fields] == ["ts_day", "id_bucket_8", "kind"]
+    assert [f.name for f in table.spec().fields] == ["ts_day", "id_bucket", "kind"]
     assert table.properties["owner"] == "ana"
     assert table.schema().identifier_field_ids == (1,)
 
     text = icepark_cli("describe", "db.events")
     assert text.returncode == 0, text.stderr
     for line in ("1: id: required long", "4: device: optional struct<5: os: optional string>",
-                 "partition spec 0: 1000: ts_day = day(ts), 1001: id_bucket_8 = bucket[8](id), "
+                 "partition spec 0: 1000: ts_day = day(ts), 1001: id_bucket = bucket[8](id), "
                  "1002: kind = identity(kind)",
                  "sort order 1: ts desc nulls-last", "owner = ana", "current snapshot: none"):
         assert line in text.stdout, text.stdout
@@ -65,7 +65,7 @@ def test_create_from_schema_json_and_describe(icepark_cli: Run, tmp_path: Path,
     assert [(f["id"], f["name"]) for f in doc["schema"]["fields"]] == [
         (1, "id"), (2, "ts"), (3, "kind"), (4, "device")]
     assert doc["partition_spec"]["fields"][1] == {"source-id": 1, "field-id": 1001,
-                                                  "name": "id_bucket_8",
+                                                  "name": "id_bucket",
                                                   "transform": "bucket[8]"}
     assert doc["current_snapshot"] is None and doc["properties"] == {"owner": "ana"}
     assert json_out(icepark_cli("schema", "db.events", "--json"))["fields"][3]["type"][

@@ -177,8 +177,8 @@ def test_partition_evaluator() -> None:
                                                                                      STRING))
     spec = PartitionSpecBuilder(schema).day("ts").truncate("s", 2).build()
     ev = partition_evaluator(spec, schema, and_(greater_than_or_equal("ts_day", "2024-01-01"),
-                                                or_(equal("s_trunc_2", "ab"),
-                                                    parse("s_trunc_2 IS NULL"))))
+                                                or_(equal("s_trunc", "ab"),
+                                                    parse("s_trunc IS NULL"))))
     assert ev.eval((19723, "ab"))
     assert ev.eval((19724, None))
     assert not ev.eval((19722, "ab"))

@@ -154,7 +154,7 @@ def test_data_file_record(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("partition", "message"), [
     ((), "has 0 values but spec 0 has 1 fields"),
-    (("x",), "Partition field 'id_bucket_4'"),
+    (("x",), "Partition field 'id_bucket'"),
 ])
 def test_partition_tuple_is_checked(tmp_path: Path, partition: tuple[Any, ...],
                                     message: str) -> None:

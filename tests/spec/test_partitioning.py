@@ -302,9 +302,9 @@ def test_partition_path_needs_one_value_per_field() -> None:
 @pytest.mark.parametrize(("method", "args", "name"), [
     ("identity", ("data",), "data"),
     ("identity", ("loc.name",), "loc.name"),
-    ("bucket", ("id", 16), "id_bucket_16"),
-    ("bucket", ("loc.name", 8), "loc.name_bucket_8"),
-    ("truncate", ("data", 4), "data_trunc_4"),
+    ("bucket", ("id", 16), "id_bucket"),
+    ("bucket", ("loc.name", 8), "loc.name_bucket"),
+    ("truncate", ("data", 4), "data_trunc"),
     ("year", ("ts",), "ts_year"),
     ("month", ("ts",), "ts_month"),
     ("day", ("d",), "d_day"),
@@ -318,7 +318,7 @@ def test_builder_default_names(method: str, args: tuple[Any, ...], name: str) ->
     assert spec.fields[0].source_id == SCHEMA.find_field(args[0]).field_id
     source = SCHEMA.find_type(args[0])
     assert default_partition_name(SCHEMA.find_column_name(spec.fields[0].source_id) or "",
-                                  spec.fields[0].transform) == name
+                                  spec.fields[0].transform, with_argument=False) == name
     assert spec.fields[0].transform.can_transform(source)
 
 
@@ -333,7 +333,7 @@ def test_builder_explicit_names_and_ids() -> None:
 
 def test_builder_case_insensitive() -> None:
     spec = PartitionSpecBuilder(SCHEMA, case_sensitive=False).bucket("ID", 4).build()
-    assert spec.fields[0].name == "id_bucket_4"
+    assert spec.fields[0].name == "id_bucket"
 
 
 @pytest.mark.parametrize(("build", "message"), [
@@ -351,3 +351,13 @@ def test_builder_case_insensitive() -> None:
 def test_builder_rejections(build: Any, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         build(PartitionSpecBuilder(SCHEMA)).build()
+
+
+def test_a_new_tables_names_follow_the_reference_and_evolution_keeps_arguments() -> None:
+    """The reference names a new table's bucket and truncate fields without their argument
+    (``id_bucket``), and the fields partition evolution adds with it (``id_bucket_16``); a
+    second bucket of one column at creation takes the long name instead of colliding."""
+    spec = PartitionSpecBuilder(SCHEMA).bucket("id", 16).bucket("id", 8).truncate(
+        "data", 4).build()
+    assert [f.name for f in spec.fields] == ["id_bucket", "id_bucket_8", "data_trunc"]
+    assert default_partition_name("id", Transform.bucket(16)) == "id_bucket_16"

@@ -31,7 +31,7 @@ data_file_fields = st.tuples(
     counts, counts, counts, counts, counts, bounds, bounds, st.none() | st.binary(max_size=8),
     st.none() | st.lists(st.integers(0, 10**6), max_size=4).map(lambda v: tuple(sorted(v))),
     st.none() | st.lists(st.integers(1, 9), max_size=3).map(tuple),
-    st.none() | st.integers(0, 3))
+    st.none() | st.integers(0, 3), st.none() | st.text(min_size=1, max_size=40))
 build_data_file = trusted_constructor(DataFile)
 
 

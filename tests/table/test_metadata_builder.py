@@ -48,7 +48,7 @@ def test_new_table_assigns_fresh_ids_and_rebinds_spec_and_order() -> None:
     assert md.last_column_id == 4
     spec = md.spec()
     assert [(f.source_id, f.field_id, f.name) for f in spec.fields] == [
-        (2, 1000, "ts_day"), (1, 1001, "id_bucket_16")]
+        (2, 1000, "ts_day"), (1, 1001, "id_bucket")]
     assert md.last_partition_id == 1001
     assert md.sort_order().order_id == 1 and md.sort_order().fields[0].source_id == 4
     assert md.format_version == 2 and md.table_uuid is not None

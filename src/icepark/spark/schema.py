@@ -69,7 +69,14 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.io.arrow import schema_like
 from icepark.io.arrow.transforms import from_python_values
-from icepark.spec.schema import Schema, SchemaVisitor, assign_fresh_ids, index_by_name, visit
+from icepark.spec.schema import (
+    Schema,
+    SchemaVisitor,
+    assign_fresh_ids,
+    check_v3_types,
+    index_by_name,
+    visit,
+)
 from icepark.spec.types import (
     BINARY,
     BOOLEAN,
@@ -146,6 +153,7 @@ def to_spark_type(t: IcebergType, layout: Layout = "table") -> T.DataType:
 
 
 def _struct_to_spark(schema: Schema | StructType, layout: Layout) -> T.StructType:
+    check_v3_types(schema, "read or write")
     identifiers = schema.identifier_field_ids if isinstance(schema, Schema) else ()
     struct = schema.as_struct() if isinstance(schema, Schema) else schema
     result, _ = visit(struct, _ToSpark(layout, {fid: i for i, fid in enumerate(identifiers)}))
@@ -203,8 +211,10 @@ class _ToSpark(SchemaVisitor[_Result]):
                 return spark_type, {TYPE: str(primitive)}
             case TypeId.FIXED:
                 return T.BinaryType(), {TYPE: str(primitive)}
-            case tid:
+            case tid if tid in _PRIMITIVES:
                 return _PRIMITIVES[tid], {}
+        raise UnsupportedFeature(f"Type {primitive} (format version 3) has no Spark type in "
+                                 "icepark yet")
 
 
 def to_iceberg(struct: T.StructType, *, fresh_ids: bool = False, schema_id: int = 0) -> Schema:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from icepark.errors import ValidationError
-from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder, default_partition_name
+from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder, SortOrderBuilder
 from icepark.spec.transforms import Transform
@@ -107,7 +107,7 @@ def partition_spec(text: str | Sequence[str], schema: Schema,
     >>> schema = Schema.of(NestedField.required(1, "id", LONG),
     ...                    NestedField.required(2, "ts", TIMESTAMPTZ))
     >>> print(partition_spec(["day(ts)", "bucket(16, id)"], schema))
-    [1000: ts_day: day(2), 1001: id_bucket_16: bucket[16](1)]
+    [1000: ts_day: day(2), 1001: id_bucket: bucket[16](1)]
     """
     builder = PartitionSpecBuilder(schema)
     for clause in (parse_partition_clause(c, what) for c in _clauses(text)):
@@ -116,8 +116,8 @@ def partition_spec(text: str | Sequence[str], schema: Schema,
             raise ValidationError(f"Invalid {what}: the table has no column "
                                   f"{clause.column!r} (columns: {_columns(schema)})")
         builder.add(source_id, clause.transform,
-                    default_partition_name(schema.find_column_name(source_id) or clause.column,
-                                           clause.transform))
+                    builder.default_name(schema.find_column_name(source_id) or clause.column,
+                                         clause.transform))
     return builder.build()
 
 

@@ -34,6 +34,8 @@ class FileFormat(StrEnum):
     AVRO = "AVRO"
     ORC = "ORC"
     PARQUET = "PARQUET"
+    PUFFIN = "PUFFIN"
+    """v3 deletion vectors: "Deletion vectors are stored in Puffin files" (not read yet)."""
 
     @staticmethod
     def parse(text: str) -> FileFormat:
@@ -89,6 +91,9 @@ class DataFile:
     split_offsets: tuple[int, ...] | None = None
     equality_ids: tuple[int, ...] | None = None
     sort_order_id: int | None = None
+    referenced_data_file: str | None = None
+    """v3 ``143 referenced_data_file``: "Fully qualified location (URI with FS scheme) of a data
+    file that all deletes reference"; required for deletion vectors."""
 
     def __post_init__(self) -> None:
         if self.record_count < 0:
@@ -105,6 +110,12 @@ class DataFile:
     @property
     def is_delete(self) -> bool:
         return self.content is not FileContent.DATA
+
+    @property
+    def is_deletion_vector(self) -> bool:
+        """A v3 deletion vector: position deletes in a Puffin blob."""
+        return (self.content is FileContent.POSITION_DELETES
+                and self.file_format is FileFormat.PUFFIN)
 
 
 @dataclass(frozen=True, slots=True)

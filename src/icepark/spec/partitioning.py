@@ -13,11 +13,11 @@ value; a partition name."
 ...                    NestedField.optional(4, "ts", TIMESTAMPTZ))
 >>> spec = PartitionSpecBuilder(schema).day("ts", "ts_day").bucket("id", 16).build()
 >>> [(f.field_id, f.name, str(f.transform)) for f in spec.fields]
-[(1000, 'ts_day', 'day'), (1001, 'id_bucket_16', 'bucket[16]')]
+[(1000, 'ts_day', 'day'), (1001, 'id_bucket', 'bucket[16]')]
 >>> spec.partition_type(schema)
-struct<1000: ts_day: optional date, 1001: id_bucket_16: optional int>
+struct<1000: ts_day: optional date, 1001: id_bucket: optional int>
 >>> spec.partition_path([17486, 3], schema)
-'ts_day=2017-11-16/id_bucket_16=3'
+'ts_day=2017-11-16/id_bucket=3'
 """
 
 from __future__ import annotations
@@ -246,11 +246,17 @@ def check_partition_source(schema: Schema, source_id: int, transform: Transform,
     return source
 
 
-def default_partition_name(column: str, transform: Transform) -> str:
-    """The name a partition field gets when none is given.
+def default_partition_name(column: str, transform: Transform, *, with_argument: bool = True
+                           ) -> str:
+    """The name a partition field gets when none is given, as the reference implementation
+    names it: a partition field added by partition evolution carries the bucket count or
+    truncation width (``id_bucket_16``, ``s_trunc_4``), one of a new table's spec does not
+    (``with_argument=False``: ``id_bucket``, ``s_trunc``).
 
     >>> default_partition_name("id", Transform.bucket(16))
     'id_bucket_16'
+    >>> default_partition_name("id", Transform.bucket(16), with_argument=False)
+    'id_bucket'
     >>> default_partition_name("ts", Transform.day())
     'ts_day'
     """
@@ -258,9 +264,9 @@ def default_partition_name(column: str, transform: Transform) -> str:
         case TransformKind.IDENTITY:
             return column
         case TransformKind.BUCKET:
-            return f"{column}_bucket_{transform.param}"
+            return f"{column}_bucket" + (f"_{transform.param}" if with_argument else "")
         case TransformKind.TRUNCATE:
-            return f"{column}_trunc_{transform.param}"
+            return f"{column}_trunc" + (f"_{transform.param}" if with_argument else "")
         case kind:
             return f"{column}_{_DEFAULT_SUFFIX[kind]}"
 
@@ -274,7 +280,7 @@ class PartitionSpecBuilder:
     >>> from icepark.spec.types import STRING, NestedField
     >>> s = Schema.of(NestedField.optional(1, "data", STRING))
     >>> PartitionSpecBuilder(s).truncate("data", 4).build().fields[0].name
-    'data_trunc_4'
+    'data_trunc'
     >>> PartitionSpecBuilder(s).hour("data").build()  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -297,7 +303,15 @@ class PartitionSpecBuilder:
             raise ValidationError(
                 f"Cannot find source column {source_name!r} for partition {transform}")
         column = self._schema.find_column_name(source_id) or source_name
-        return self.add(source_id, transform, name or default_partition_name(column, transform))
+        return self.add(source_id, transform, name or self.default_name(column, transform))
+
+    def default_name(self, column: str, transform: Transform) -> str:
+        """A new table's default name for a partition field (see
+        :func:`default_partition_name`); with the argument where the short name is taken
+        (``bucket(8, id)`` after ``bucket(16, id)``)."""
+        short = default_partition_name(column, transform, with_argument=False)
+        taken = {f.name for f in self._fields}
+        return default_partition_name(column, transform) if short in taken else short
 
     def identity(self, source_name: str, name: str | None = None) -> PartitionSpecBuilder:
         return self._add_named(source_name, Transform.identity(), name)

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spec.types import (
+    V3_ONLY,
     IcebergType,
     ListType,
     MapType,
@@ -305,6 +306,34 @@ def index_by_id(obj: Schema | IcebergType) -> dict[int, NestedField]:
     visitor = _IndexById()
     visit(obj, visitor)
     return visitor.index
+
+
+def check_v3_types(obj: Schema | IcebergType, action: str) -> None:
+    """Raise :class:`UnsupportedFeature` naming the first column of ``obj`` whose type is one
+    of the v3 types icepark cannot ``action`` (e.g. ``"read or write"``) yet
+    (:data:`~icepark.spec.types.V3_ONLY`); other columns of the same table are unaffected.
+
+    >>> from icepark.spec.types import TIMESTAMP_NS
+    >>> check_v3_types(Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS)), "read")
+    Traceback (most recent call last):
+    ...
+    icepark.errors.UnsupportedFeature: Column 't' has type timestamp_ns (format version 3), \
+which icepark cannot read yet
+    """
+    root = obj.as_struct() if isinstance(obj, Schema) else obj
+    stack: list[tuple[str, IcebergType]] = [("", root)]
+    while stack:
+        path, t = stack.pop()
+        if isinstance(t, PrimitiveType):
+            if t.type_id in V3_ONLY:
+                raise UnsupportedFeature(f"Column {path!r} has type {t} (format version 3), "
+                                         f"which icepark cannot {action} yet")
+            continue
+        children = (t.fields if isinstance(t, StructType) else
+                    (t.element_field,) if isinstance(t, ListType) else
+                    (t.key_field, t.value_field))
+        stack.extend((f"{path}.{f.name}" if path else f.name, f.field_type)
+                     for f in reversed(children))
 
 
 class _IndexByName(_FieldHookVisitor):

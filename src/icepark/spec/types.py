@@ -50,6 +50,14 @@ class TypeId(StrEnum):
     UUID = "uuid"
     FIXED = "fixed"
     BINARY = "binary"
+    # v3 types icepark parses and keeps, but cannot read or write yet (UnsupportedFeature where
+    # a column of one is read or written; see V3_ONLY)
+    UNKNOWN = "unknown"
+    TIMESTAMP_NS = "timestamp_ns"
+    TIMESTAMPTZ_NS = "timestamptz_ns"
+    VARIANT = "variant"
+    GEOMETRY = "geometry"
+    GEOGRAPHY = "geography"
     STRUCT = "struct"
     LIST = "list"
     MAP = "map"
@@ -67,6 +75,9 @@ class PrimitiveType:
     precision: int = 0
     scale: int = 0
     length: int = 0
+    arguments: str = ""
+    """The text inside the parentheses of ``geometry(C)`` and ``geography(C, A)``, kept as
+    written (empty for the spec's defaults, ``OGC:CRS84`` and ``spherical``)."""
 
     def __post_init__(self) -> None:
         tid = self.type_id
@@ -87,6 +98,8 @@ class PrimitiveType:
                 raise ValidationError(f"Invalid fixed length {self.length}: must be positive")
         elif self.length:
             raise ValidationError(f"{tid.value} takes no length")
+        if self.arguments and tid not in (TypeId.GEOMETRY, TypeId.GEOGRAPHY):
+            raise ValidationError(f"{tid.value} takes no arguments")
 
     @staticmethod
     def decimal(precision: int, scale: int) -> PrimitiveType:
@@ -107,6 +120,8 @@ class PrimitiveType:
             return f"decimal({self.precision},{self.scale})"
         if self.type_id is TypeId.FIXED:
             return f"fixed[{self.length}]"
+        if self.arguments:
+            return f"{self.type_id.value}({self.arguments})"
         return self.type_id.value
 
     def __repr__(self) -> str:
@@ -114,6 +129,12 @@ class PrimitiveType:
 
 
 _NESTED_IDS = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
+V3_ONLY = frozenset({TypeId.UNKNOWN, TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS, TypeId.VARIANT,
+                     TypeId.GEOMETRY, TypeId.GEOGRAPHY})
+"""Spec (v3), *Primitive Types* and *Semi-structured Types*: the types added by v3. icepark
+loads tables that use them (their other columns read normally) and raises
+:class:`~icepark.errors.UnsupportedFeature` naming the type where a column of one is read or
+written."""
 
 BOOLEAN = PrimitiveType(TypeId.BOOLEAN)
 INT = PrimitiveType(TypeId.INT)
@@ -127,14 +148,20 @@ TIMESTAMPTZ = PrimitiveType(TypeId.TIMESTAMPTZ)
 STRING = PrimitiveType(TypeId.STRING)
 UUID = PrimitiveType(TypeId.UUID)
 BINARY = PrimitiveType(TypeId.BINARY)
+UNKNOWN = PrimitiveType(TypeId.UNKNOWN)
+TIMESTAMP_NS = PrimitiveType(TypeId.TIMESTAMP_NS)
+TIMESTAMPTZ_NS = PrimitiveType(TypeId.TIMESTAMPTZ_NS)
+VARIANT = PrimitiveType(TypeId.VARIANT)
 
 _SIMPLE_PRIMITIVES = {
     t.type_id.value: t
     for t in (BOOLEAN, INT, LONG, FLOAT, DOUBLE, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, STRING,
-              UUID, BINARY)
+              UUID, BINARY, UNKNOWN, TIMESTAMP_NS, TIMESTAMPTZ_NS, VARIANT,
+              PrimitiveType(TypeId.GEOMETRY), PrimitiveType(TypeId.GEOGRAPHY))
 }
 _DECIMAL_RE = re.compile(r"decimal\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)")
 _FIXED_RE = re.compile(r"fixed\[\s*(\d+)\s*\]")
+_GEO_RE = re.compile(r"(geometry|geography)\s*\((.*)\)", re.DOTALL)
 
 
 def parse_primitive(text: str) -> PrimitiveType:
@@ -154,6 +181,8 @@ def parse_primitive(text: str) -> PrimitiveType:
         return PrimitiveType.decimal(int(m.group(1)), int(m.group(2)))
     if m := _FIXED_RE.fullmatch(text):
         return PrimitiveType.fixed(int(m.group(1)))
+    if m := _GEO_RE.fullmatch(text):
+        return PrimitiveType(TypeId(m.group(1)), arguments=m.group(2).strip())
     raise ValidationError(f"Unknown primitive type {text!r}")
 
 

@@ -160,6 +160,10 @@ def _check_delete(delete_file: DataFile, content: FileContent) -> None:
     if delete_file.content is not content:
         raise ValidationError(f"{delete_file.file_path} is not a {content.name} file but "
                               f"{delete_file.content.name}")
+    if delete_file.is_deletion_vector:
+        raise UnsupportedFeature(f"Cannot apply the deletion vector {delete_file.file_path}: "
+                                 "deletion vectors are a format version 3 feature icepark "
+                                 "does not read yet")
     if delete_file.file_format is not FileFormat.PARQUET:
         raise UnsupportedFeature(f"Cannot read delete file {delete_file.file_path}: "
                                  f"{delete_file.file_format} delete files are not supported, "

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from icepark.errors import IncompatibleColumn, UnsupportedFeature, ValidationError
 from icepark.io.arrow.fixed_width import fixed_from_binary, uuids_from_strings
-from icepark.spec.schema import Schema, SchemaVisitor, fresh_schema, visit
+from icepark.spec.schema import Schema, SchemaVisitor, check_v3_types, fresh_schema, visit
 from icepark.spec.types import (
     BINARY,
     BOOLEAN,
@@ -127,8 +127,10 @@ class _ToArrow(SchemaVisitor[Any]):
                 return pa.decimal128(primitive.precision, primitive.scale)
             case TypeId.FIXED:
                 return pa.binary(primitive.length)
-            case tid:
+            case tid if tid in _PRIMITIVES:
                 return _PRIMITIVES[tid]
+        raise UnsupportedFeature(f"Type {primitive} (format version 3) has no Arrow type in "
+                                 "icepark yet")
 
 
 def to_arrow_type(t: IcebergType) -> Any:
@@ -151,6 +153,7 @@ def to_arrow_schema(schema: Schema) -> Any:
     >>> print(to_arrow_schema(s).field("m").type)
     map<string, int32>
     """
+    check_v3_types(schema, "read or write")
     return pa.schema([to_arrow_field(f) for f in schema.fields])
 
 

@@ -184,6 +184,7 @@ class EntryDecoder:
             split_offsets=None if split_offsets is None else tuple(split_offsets),
             equality_ids=None if equality_ids is None else tuple(equality_ids),
             sort_order_id=d.get(n[140]) if 140 in n else None,
+            referenced_data_file=d.get(n[143]) if 143 in n else None,
             **maps)
         seq: int | None
         file_seq: int | None

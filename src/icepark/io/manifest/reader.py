@@ -107,8 +107,9 @@ def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stat
     A reader's rows are first: status, snapshot ID, sequence number, file sequence number,
     then the ``data_file`` fields content, file_path, file_format, partition, record_count,
     file_size_in_bytes, the metric maps (:data:`METRIC_FIELDS` order), key_metadata,
-    split_offsets, equality_ids and sort_order_id; None where the manifest has no such field
-    or the map was left out; its finish (:func:`_finish`) turns them into entries."""
+    split_offsets, equality_ids, sort_order_id and referenced_data_file; None where the
+    manifest has no such field or the map was left out; its finish (:func:`_finish`) turns
+    them into entries."""
     key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
            files_only)
     found = _COMPILED.get(key)
@@ -157,7 +158,7 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
         path = at(fid) if fid in stats.maps else (data_file, f"\0left out {fid}")
         wanted[path] = None
         pairs[path] = stats.columns
-    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None})
+    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None, at(143): None})
     return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
                           finish=_finish(3 in top, spec_id, checked, files_only))
 
@@ -177,7 +178,7 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
         "    if {3} is None:",
         "        {3} = manifest_seq")
     data_file = (f"_DATA_FILE({{5}}, {{6}}, {{7}}, {{8}}, {{9}}, {{4}}, {spec_id}, {{10}}, "
-                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20})")
+                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21})")
     body = [
         "if {0} is _DELETED and discard:" if not files_only else "if {0} is _DELETED:",
         "    continue",

@@ -125,6 +125,10 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
 def check_parquet(f: DataFile, data_file: DataFile) -> None:
     """Raise :class:`~icepark.errors.UnsupportedFeature` unless ``f`` (``data_file`` or one of
     its delete files) is a Parquet file."""
+    if f.is_deletion_vector:
+        raise UnsupportedFeature(
+            f"Cannot read {data_file.file_path}: it has a deletion vector ({f.file_path}), a "
+            "format version 3 feature icepark does not read yet")
     if f.file_format is not FileFormat.PARQUET:
         raise UnsupportedFeature(
             f"Cannot read {data_file.file_path} with Spark: only Parquet files are supported, "

@@ -133,7 +133,10 @@ def equality_metrics_only(delete_file: DataFile) -> DataFile:
 def referenced_data_file(delete_file: DataFile) -> str | None:
     """The one data file a position delete file references, if its ``file_path`` bounds say
     so (lower bound equal to upper bound, as the reference implementation reads them: a
-    truncated upper bound is rounded up, so it never equals its lower bound); else None."""
+    truncated upper bound is rounded up, so it never equals its lower bound), or its v3
+    ``referenced_data_file`` says so; else None."""
+    if delete_file.referenced_data_file is not None:
+        return delete_file.referenced_data_file
     lower = (delete_file.lower_bounds or {}).get(FILE_PATH.field_id)
     if lower is None or lower != (delete_file.upper_bounds or {}).get(FILE_PATH.field_id):
         return None
