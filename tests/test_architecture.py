@@ -27,7 +27,7 @@ LAYERS = ["errors", "spec", "expressions", "io", "table", "catalog", "spark", "c
 COMPONENTS: Mapping[str, list[str]] = {
     "spec": ["", "serde", "evolution"],
     "io": ["", "avro", "manifest", "arrow", "parquet"],
-    "table": ["change", "scan", "snapshot", "maintenance", "", "inspect"],
+    "table": ["change", "scan", "snapshot", "maintenance", "", "imports", "inspect"],
     "spark": ["", "writer", "reader", "rowlevel", "datasource"],
     "cli": ["", "quickstart"],
 }

@@ -26,6 +26,7 @@ from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.properties import gc_enabled
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +64,10 @@ def _manifests(file_io: FileIO, metadata: TableMetadata,
 
 
 def reachable_files(file_io: FileIO, metadata: TableMetadata,
-                    metadata_location: str) -> list[str]:
-    """Every file reachable from ``metadata``, data and delete files first and metadata files
-    last (so an interrupted purge leaves the table's entry points for last). Unreadable
-    manifests or manifest lists are logged and skipped."""
+                    metadata_location: str, *, data: bool = True) -> list[str]:
+    """Every file reachable from ``metadata``, data and delete files first (none unless
+    ``data``) and metadata files last (so an interrupted purge leaves the table's entry points
+    for last). Unreadable manifests or manifest lists are logged and skipped."""
     metadata_files = [metadata_location, *(e.metadata_file for e in metadata.metadata_log)]
     metadata_files += [s.statistics_path for s in metadata.statistics]
     metadata_files += [s.statistics_path for s in metadata.partition_statistics]
@@ -80,6 +81,8 @@ def reachable_files(file_io: FileIO, metadata: TableMetadata,
             continue
         seen.add(manifest.manifest_path)
         manifests.append(manifest.manifest_path)
+        if not data:
+            continue
         try:
             content.extend(entry.data_file.file_path
                            for entry in read_manifest(file_io, manifest, specs_by_id=specs))
@@ -96,9 +99,11 @@ def reachable_files(file_io: FileIO, metadata: TableMetadata,
 
 def purge_table(file_io: FileIO, metadata: TableMetadata, metadata_location: str) -> int:
     """Delete the reachable files inside ``metadata.location``; returns how many were
-    deleted (attempted). Files outside the table location are skipped."""
+    deleted (attempted). Files outside the table location are skipped, and so are data and
+    delete files when ``gc.enabled`` is false (the table does not own them)."""
     deleted = 0
-    for path in reachable_files(file_io, metadata, metadata_location):
+    for path in reachable_files(file_io, metadata, metadata_location,
+                                data=gc_enabled(metadata.properties)):
         if not is_under(path, metadata.location):
             log.info("Purge: keeping %s, outside the table location", path)
             continue

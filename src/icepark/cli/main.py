@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icepark import __version__
-from icepark.cli import catalog_commands, spark_commands, table_commands
+from icepark.cli import catalog_commands, import_commands, spark_commands, table_commands
 from icepark.cli.catalog_options import add_catalog_options, add_output_options
 from icepark.cli.render import Output
 from icepark.cli.table_commands import NoSuchProperty
@@ -56,6 +56,7 @@ CLI_SPELLINGS: dict[str, str] = {
     "merge_schema=True": "--merge-schema",
     "upgrade_format_version()": "'icepark properties set TABLE format-version=N'",
     "location=": "--location",
+    "check_duplicate_files=False": "--no-check-duplicate-files",
 }
 """The CLI's spelling of each Python API option an error's remedy names
 (:class:`~icepark.errors.Remedy`): a message names what the user can type."""
@@ -96,6 +97,8 @@ EXAMPLES: dict[str, str] = {
     "ingest": 'icepark ingest db.events data/ --partition-by "day(ts),kind" --mode append',
     "query": "icepark query db.events --where \"kind = 'click'\" --columns id,ts --limit 5",
     "delete": "icepark delete db.events --where \"kind = 'spam'\"",
+    "add-files": "icepark add-files db.events /data/events --partition-filter dt=2024-03-01",
+    "migrate": "icepark migrate /data/events db.events --snapshot",
     "quickstart": "icepark quickstart --rows 100000",
     "metadata": "icepark metadata warehouse/db/events/metadata/00001-x.metadata.json",
 }
@@ -163,6 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     catalog_commands.register(commands, [output, catalog])
     table_commands.register(commands, [output, catalog])
     spark_commands.register(commands, [output, catalog])
+    import_commands.register(commands, [output, catalog])
 
     quickstart = commands.add_parser(
         "quickstart", add_help=False, help="run the end-to-end quickstart pipeline (Spark)",

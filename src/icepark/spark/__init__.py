@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from icepark.catalog import Catalog
     from icepark.expressions import Expr
     from icepark.spark.datasource.source import register as register_datasource
+    from icepark.spark.imports import ImportResult, add_files, migrate, snapshot
     from icepark.spark.rowlevel.delete import DeleteResult
     from icepark.spark.schema import to_iceberg, to_spark
     from icepark.spark.session import build_session
@@ -37,10 +38,14 @@ if TYPE_CHECKING:
 # of this package (a write task, a data source reader) does not import all of them.
 _LAZY = {  # name -> (module, name there)
     "DeleteResult": ("icepark.spark.rowlevel.delete", "DeleteResult"),
+    "ImportResult": ("icepark.spark.imports", "ImportResult"),
     "TableLike": ("icepark.spark.tables", "TableLike"),
+    "add_files": ("icepark.spark.imports", "add_files"),
     "build_session": ("icepark.spark.session", "build_session"),
+    "migrate": ("icepark.spark.imports", "migrate"),
     "register_datasource": ("icepark.spark.datasource.source", "register"),
     "session_catalog": ("icepark.spark.tables", "session_catalog"),
+    "snapshot": ("icepark.spark.imports", "snapshot"),
     "to_iceberg": ("icepark.spark.schema", "to_iceberg"),
     "to_spark": ("icepark.spark.schema", "to_spark"),
 }
@@ -179,16 +184,20 @@ def load_table(spark: SparkSession, identifier: TableLike) -> Table:
 
 __all__ = [
     "DeleteResult",
+    "ImportResult",
     "TableLike",
+    "add_files",
     "build_session",
     "configure",
     "delete",
     "load_table",
     "metadata_table",
+    "migrate",
     "read",
     "read_incremental",
     "register_datasource",
     "session_catalog",
+    "snapshot",
     "to_iceberg",
     "to_spark",
     "write",

@@ -32,3 +32,20 @@ def int_property(properties: Mapping[str, str], key: str, default: int, *,
     if minimum is not None and value < minimum:
         raise ValidationError(f"Table property {key} must be at least {minimum}, not {value}")
     return value
+
+
+GC_ENABLED = "gc.enabled"
+"""Table property: whether files the table no longer references may be deleted (default
+true). A table that references files it does not own (a snapshot of a directory) has it false,
+so expiring its snapshots or purging it never deletes a data or delete file."""
+
+
+def gc_enabled(properties: Mapping[str, str]) -> bool:
+    """``gc.enabled``: true unless set to anything but ``true`` (as the reference
+    implementation parses it, so a misspelt value never enables deletes).
+
+    >>> gc_enabled({}), gc_enabled({"gc.enabled": "False"}), gc_enabled({"gc.enabled": "yes"})
+    (True, False, False)
+    """
+    raw = properties.get(GC_ENABLED)
+    return raw is None or raw.strip().lower() == "true"

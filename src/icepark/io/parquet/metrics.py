@@ -364,13 +364,17 @@ def leaf_field_ids(arrow_schema: Any) -> list[int | None]:
 
 
 def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
-                    floats: FloatCollector | None = None) -> Metrics:
+                    floats: FloatCollector | None = None, *,
+                    file_schema: Any | None = None) -> Metrics:
     """The metrics of a Parquet file from its footer (``pyarrow.parquet.FileMetaData``).
 
     Columns are matched to ``schema`` by field ID; ``floats`` supplies NaN counts and float
     bounds (without it, NaN counts are omitted and float bounds come from the footer).
+    ``file_schema`` is the file's Arrow schema with the IDs to use, for a file written without
+    them (the footer's schema with the table's name mapping applied); by default the footer's.
     """
-    ids = leaf_field_ids(metadata.schema.to_arrow_schema())
+    ids = leaf_field_ids(metadata.schema.to_arrow_schema() if file_schema is None
+                         else file_schema)
     if len(ids) != metadata.num_columns:
         raise ValidationError(f"Parquet schema has {metadata.num_columns} columns but "
                               f"{len(ids)} leaf fields")

@@ -24,7 +24,9 @@ Files are deleted only after the commit succeeded, and only those no retained sn
 reach (spec: "A data file must not be deleted from the file system until the last snapshot in
 which it was listed is garbage collected"): manifest lists of expired snapshots, manifests only
 expired snapshots list, and data and delete files listed in those manifests that are not live
-in any retained snapshot. Files outside the table location are never deleted.
+in any retained snapshot. Files outside the table location are never deleted, and data and
+delete files not at all when the table property ``gc.enabled`` is false (a table that does not
+own its files).
 
 >>> from icepark.spec.schema import Schema
 >>> from icepark.spec.snapshots import Snapshot
@@ -54,6 +56,7 @@ from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.properties import gc_enabled
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
 from icepark.table.change import updates as u
 from icepark.table.change.metadata_builder import now_ms as clock_ms
@@ -250,7 +253,7 @@ def delete_unreachable_files(file_io: FileIO, base: TableMetadata,
         doomed_manifests.update((m.manifest_path, m) for m in own
                                 if m.manifest_path not in manifests)
     doomed_files: dict[str, bool] = {}  # location -> is a delete file
-    for manifest in doomed_manifests.values():
+    for manifest in doomed_manifests.values() if gc_enabled(committed.properties) else ():
         with contextlib.suppress(Exception):
             for entry in read_manifest(file_io, manifest, specs_by_id=specs):
                 doomed_files[entry.data_file.file_path] = entry.data_file.is_delete
