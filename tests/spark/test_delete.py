@@ -352,16 +352,17 @@ def _added_by_current(table: Table, before: set[str]) -> tuple[str, list[DataFil
 def test_copy_on_write_rewrites_flat_tables_with_sparks_writer(spark: SparkSession,
                                                                tmp_path: Path,
                                                                partitioned: bool) -> None:
-    """Longs, strings and a struct: Spark's own Parquet writer rewrites the files, in the
-    native job's directory, with field IDs on every column."""
+    """Longs, strings and a struct: Spark's own Parquet writer rewrites the files (named by
+    the native job, moved to their partition's directory), with field IDs on every column."""
     table = _make(tmp_path, "copy-on-write", partitioned)
     before = {t.data_file.file_path for t in table.scan().plan_files()}
     result = delete_rows(spark, table, "x > 30")
     job, new = _added_by_current(table, before)
     assert result.rewritten_files >= 1 and new
     for f in new:
-        assert f"/data/{job}/" in f.file_path, f.file_path
+        assert f"/data/{job}/" not in f.file_path, f.file_path
         assert f.file_path.rsplit("/", 1)[-1].startswith(f"{job}-")
+        assert f.file_path.endswith(".zstd.parquet")  # Spark's file name (with its codec)
         assert SPARK_ROW_METADATA in (pq.read_metadata(f.file_path).metadata or {})
         assert_field_ids_everywhere(f.file_path)
     expected = _expected(lambda r: not (r["x"] is not None and r["x"] > 30))

@@ -121,9 +121,10 @@ def _python_path(table: Table) -> Table:
 def _assert_native(table: Table, files: list[DataFile]) -> None:
     job = _summary(table)[JOB_ID_PROPERTY]
     assert files
-    for f in files:
-        assert f"/data/{job}/" in f.file_path, f.file_path
+    for f in files:  # Spark's file, moved out of the job's directory to its partition's
+        assert f"/data/{job}/" not in f.file_path, f.file_path
         assert f.file_path.rsplit("/", 1)[-1].startswith(f"{job}-")
+        assert f.file_path.endswith(".parquet")
 
 
 def _summary(table: Table) -> dict[str, str]:
@@ -405,7 +406,8 @@ def test_failed_commit(spark: SparkSession, catalog: BaseCatalog, error: Excepti
         assert len(_on_disk(table, "*.parquet")) == len(set(STRINGS))
     else:
         assert _on_disk(table) == []
-        assert [p for p in Path(table.location, "data").iterdir()] == []
+        # no job directory left; empty partition directories may stay (as Spark leaves them)
+        assert all("=" in p.name for p in Path(table.location, "data").iterdir())
 
 
 # -- interop ------------------------------------------------------------------------------------

@@ -197,6 +197,23 @@ class ArrowFileIO:
         with contextlib.suppress(FileNotFoundError):
             r.fs.delete_file(r.path)
 
+    def rename(self, source: str, target: str) -> None:
+        """Move a file that is not yet part of a table (``target`` must not exist; its
+        directory is created): a rename on file systems that have one, a copy on object
+        stores. Not in :class:`FileIO`: "Tables do not require rename"; only writers that
+        use Spark's own file writer, which renames anyway, move their fresh files."""
+        src, dst = self._resolve(source), self._resolve(target)
+        if src.fs is not dst.fs:
+            raise UnsupportedFeature(f"Cannot move {source} to {target}: another file system")
+        if dst.fs.get_file_info(dst.path).type != pafs.FileType.NotFound:
+            raise AlreadyExists(f"Cannot move {source} to {target}: it already exists")
+        parent = dst.path.rsplit("/", 1)[0]
+        if dst.local:
+            os.makedirs(parent, exist_ok=True)
+        elif parent:
+            dst.fs.create_dir(parent, recursive=True)
+        src.fs.move(src.path, dst.path)
+
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
         """Every file below the directory ``prefix``, recursively, sorted by location.
 

@@ -79,7 +79,8 @@ class WrittenFiles:
         """Delete every file of the job; best effort. Only after a known commit failure:
         after :class:`~icepark.errors.CommitStateUnknown` the files may be live."""
         if self.native:
-            NativeWriteJob(self.job_id, self.data_path).abort(file_io)
+            NativeWriteJob(self.job_id, self.data_path).abort(
+                file_io, [f.file_path for f in self.files])
         else:
             delete_job_files(file_io, self.data_path, self.job_id,
                              [f.file_path for f in self.files])

@@ -26,9 +26,10 @@ names (:mod:`icepark.spark.writer.partition_dirs`), the rows are distributed and
 Python writer (:mod:`icepark.spark.writer.distribution`), and Spark writes
 ``<data path>/<job id>/<partition dirs>/<job id>-<task>-<uuid>.c000.<codec>.parquet`` (Hadoop's
 ``mapreduce.output.basename`` is the job ID, so every file carries it, as the Python writer's
-do). The driver then lists the job directory and builds the ``DataFile`` records from the
-footers (:mod:`icepark.spark.writer.native_files`). :meth:`NativeWriteJob.abort` deletes the job
-directory.
+do). The driver then lists the job directory, builds the ``DataFile`` records from the
+footers and moves each file to its partition's directory, named as every icepark writer names
+it (``<data path>/ts_day=2024-03-05/country=us/``; :mod:`icepark.spark.writer.native_files`).
+:meth:`NativeWriteJob.abort` deletes the moved files and the job directory.
 
 ``write.target-file-size-bytes``: Spark rolls files by rows only, so the caller passes the
 target as ``maxRecordsPerFile`` from an expected row size (:mod:`icepark.spark.writer.file_size`);
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,12 @@ from icepark.io.parquet.data_writer import ParquetWriteOptions
 from icepark.spark.schema import default_column, quote, to_spark
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.distribution import distributed
-from icepark.spark.writer.native_files import collect_data_files, delete_tree
+from icepark.spark.writer.native_files import (
+    collect_data_files,
+    delete_tree,
+    place_files,
+    remove_empty_dirs,
+)
 from icepark.spark.writer.partition_dirs import encode_column
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
@@ -185,12 +191,19 @@ class NativeWriteJob:
             if match is None:
                 raise
             raise ValidationError(match.group(0)) from None
-        return collect_data_files(file_io, self.job_dir, self.job_id, schema, spec,
-                                  metadata.properties,
-                                  None if order.is_unsorted else order.order_id)
+        files = collect_data_files(file_io, self.job_dir, self.job_id, schema, spec,
+                                   metadata.properties,
+                                   None if order.is_unsorted else order.order_id)
+        placed = place_files(file_io, files, self.data_path, schema, spec)
+        remove_empty_dirs(self.job_dir)
+        return placed
 
-    def abort(self, file_io: FileIO) -> None:
-        """Delete every file of the job (its whole directory); best effort."""
+    def abort(self, file_io: FileIO, placed: Sequence[str] = ()) -> None:
+        """Delete every file of the job: those ``placed`` in the table's partition
+        directories and its whole directory; best effort."""
+        for location in placed:
+            with contextlib.suppress(Exception):
+                file_io.delete(location)
         delete_tree(file_io, self.job_dir)
 
 

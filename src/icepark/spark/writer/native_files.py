@@ -6,14 +6,27 @@ as the reference implementation does when it imports existing files. Spec, *Mani
 ``value_counts`` is the "number of values in the column (including null and NaN values)";
 counts, sizes, bounds and "all row group offsets in a Parquet file" (``split_offsets``) come
 from the footer through :func:`icepark.io.parquet.metrics.compute_metrics`. A footer has no NaN
-counts
-("``nan_value_counts``" is optional), so they are omitted, and float bounds are the footer's
-(which may be wider than the data, as bounds may be).
+counts and may hold a NaN maximum, so the float and double columns are read back
+(:func:`~icepark.io.parquet.metrics.read_float_stats`) for their NaN counts and exact bounds,
+as the Python writers compute them while writing.
 
 A file's partition tuple is parsed from its directories
 (:mod:`icepark.spark.writer.partition_dirs`).
 Files are recognised by the job's name prefix (``<job id>-...parquet``); anything else the
 writer left there (Hadoop's ``.crc`` checksums) is deleted.
+
+Then each file moves, under its own name, to the directory every icepark writer gives its
+partition (:func:`place_files`): ``<data path>/<partition path>/``, the partition path being
+the spec's ``<partition field name>=<human-readable value>/...`` (spec, *Partition
+Transforms*: day ``2024-03-05``, hour ``2024-03-05-10``, month ``2024-03``, year ``2024``,
+an identity value as its readable text, URL-encoded;
+:meth:`~icepark.spec.partitioning.PartitionSpec.partition_path`), so that Spark's writer and
+the Python writers lay out a table alike: ``data/ts_day=2024-03-05/country=us/``. Spark's own
+directories cannot be those: its ``partitionBy`` drops the partition columns from the files,
+and an identity partition is named as its data column. The files are not part of the table
+before the commit, so moving them is allowed (spec, *File System Operations*: "Files are not
+moved or altered once they are written" applies to a table's files); Spark's committer moves
+every file it writes anyway.
 """
 
 from __future__ import annotations
@@ -22,13 +35,14 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
 
 from icepark.errors import CorruptFile
-from icepark.io.fileio import FileInfo, FileIO
-from icepark.io.parquet.metrics import MetricsConfig, compute_metrics
+from icepark.io.fileio import ArrowFileIO, FileInfo, FileIO
+from icepark.io.parquet.metrics import MetricsConfig, compute_metrics, read_float_stats
 from icepark.spark.writer.partition_dirs import parse_partition
 from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.partitioning import PartitionSpec
@@ -81,10 +95,11 @@ class _FooterReader:
         partition = parse_partition(directories, self.types)
         with self.io.new_input(info.location).open() as f:
             footer = pq.read_metadata(f)
+            floats = read_float_stats(f, self.schema) if footer.num_rows else None
         if footer.num_rows == 0:
             self.io.delete(info.location)
             return None
-        metrics = compute_metrics(footer, self.schema, self.config)
+        metrics = compute_metrics(footer, self.schema, self.config, floats)
         return DataFile(
             file_path=info.location,
             file_format=FileFormat.PARQUET,
@@ -123,12 +138,12 @@ def delete_tree(file_io: FileIO, directory: str, *, settle_seconds: float = 1.0,
         if not found and round_number > 0:
             break
         time.sleep(settle_seconds)
-    _remove_local_dirs(directory)
+    remove_empty_dirs(directory)
     return deleted
 
 
-def _remove_local_dirs(directory: str) -> None:
-    """Remove the (now empty) directory tree if it is on the local file system."""
+def remove_empty_dirs(directory: str) -> None:
+    """Remove the empty directories of the tree at ``directory`` (on a local file system)."""
     parts = urlsplit(directory)
     if len(parts.scheme) > 1 and parts.scheme != "file":
         return
@@ -138,4 +153,45 @@ def _remove_local_dirs(directory: str) -> None:
             os.rmdir(root)
 
 
-__all__ = ["FOOTER_THREADS", "collect_data_files", "delete_tree"]
+def place_files(file_io: FileIO, files: list[DataFile], data_path: str, schema: Schema,
+                spec: PartitionSpec) -> list[DataFile]:
+    """``files`` moved to their partition's directory below ``data_path`` (see the module
+    docstring), with their new locations; if a move fails, the files moved so far are
+    deleted (the caller deletes the job directory)."""
+    moved: list[str] = []
+
+    def place(data_file: DataFile) -> DataFile:
+        name = data_file.file_path.rsplit("/", 1)[-1]
+        path = spec.partition_path(data_file.partition, schema) if spec.fields else ""
+        target = f"{data_path.rstrip('/')}/{path}/{name}" if path else \
+            f"{data_path.rstrip('/')}/{name}"
+        move_file(file_io, data_file.file_path, target)
+        moved.append(target)
+        return replace(data_file, file_path=target)
+
+    try:
+        placed = list(parallel_map(place, files, min(FOOTER_THREADS, max(len(files), 1))))
+    except BaseException:
+        for location in moved:
+            with contextlib.suppress(Exception):
+                file_io.delete(location)
+        raise
+    return placed
+
+
+def move_file(file_io: FileIO, source: str, target: str) -> None:
+    """Move a fresh file: :meth:`ArrowFileIO.rename`, or a copy and a delete with another
+    FileIO."""
+    if isinstance(file_io, ArrowFileIO):
+        file_io.rename(source, target)
+        return
+    with file_io.new_input(source).open() as src, file_io.new_output(target).create() as dst:
+        while chunk := src.read(_COPY_CHUNK):
+            dst.write(chunk)
+    file_io.delete(source)
+
+
+_COPY_CHUNK = 8 << 20
+
+__all__ = ["FOOTER_THREADS", "collect_data_files", "delete_tree", "move_file", "place_files",
+           "remove_empty_dirs"]

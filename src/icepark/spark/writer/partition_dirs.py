@@ -3,7 +3,9 @@
 Spec, *Partitioning*: "Partition values for a data file must be the same for all records
 stored in the data file." The native writer (:mod:`icepark.spark.writer.native`) lets Spark's
 own Parquet writer split rows by partition with ``partitionBy``, so a file's partition tuple
-is known only from the directory Spark puts it in: ``<column>=<text>/...``.
+is known only from the directory Spark puts it in: ``<column>=<text>/...`` inside the job's
+directory. These names are the job's own: the files then move to the spec's human-readable
+partition paths (:func:`icepark.spark.writer.native_files.place_files`).
 
 Spark's directory text is lossy for raw values: it writes an empty string and a null both as
 ``__HIVE_DEFAULT_PARTITION__``, formats dates and timestamps by the session time zone, and
