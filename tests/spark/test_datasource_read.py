@@ -199,6 +199,17 @@ def test_unknown_table_is_no_such_table(spark: SparkSession, tmp_path: Path) -> 
         source(spark, tmp_path).load("db.missing").collect()
 
 
+def test_identifiers_may_name_the_catalog_and_a_wrong_one_says_so(spark: SparkSession,
+                                                                   tmp_path: Path) -> None:
+    _catalog(tmp_path).create_table("db.t", FLAT)  # the source's catalog is named "test"
+    assert source(spark, tmp_path).load("test.db.t").columns == [f.name for f in FLAT.fields]
+    with pytest.raises(Exception) as raised:
+        source(spark, tmp_path).load("prod.db.t").collect()
+    assert ("NoSuchTable: Table prod.db.t does not exist: the icepark source reads catalog "
+            "'test', which has no namespace 'prod'; if 'prod' is a catalog, use "
+            ".option('catalog', 'prod') and name the table 'db.t'") in str(raised.value)
+
+
 # ----------------------------------------------------------------------------- options
 
 

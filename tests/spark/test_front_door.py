@@ -73,6 +73,18 @@ def test_a_missing_table_says_how_to_create_it(spark: SparkSession,
     assert not catalog.table_exists("db.nope")
 
 
+def test_identifiers_may_name_the_catalog_and_a_wrong_one_says_so(
+        spark: SparkSession, catalog: BaseCatalog) -> None:
+    catalog.create_table("db.t", _events(spark, 1).schema)
+    assert ips.load_table(spark, "front.db.t").name == ips.load_table(spark, "db.t").name
+    with pytest.raises(NoSuchTable) as raised:
+        ips.read(spark, "prod.db.t")
+    assert str(raised.value) == (
+        "Table prod.db.t does not exist: the session's catalog is 'front', which has no "
+        "namespace 'prod'; if 'prod' is a catalog, use ips.configure(spark, catalog='prod') "
+        "and name the table 'db.t'")
+
+
 def test_a_wrong_table_argument_is_a_typed_error(spark: SparkSession,
                                                  catalog: BaseCatalog) -> None:
     with pytest.raises(ValidationError, match="must be an icepark Table or an identifier"):

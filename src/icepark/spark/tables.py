@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from icepark.catalog import Catalog, load_catalog
-from icepark.catalog.identifier import IdentifierLike
-from icepark.errors import ValidationError
+from icepark.catalog.identifier import IdentifierLike, show, table_identifier
+from icepark.errors import NoSuchTable, ValidationError
 from icepark.table.table import Table
 
 TableLike = Table | IdentifierLike
@@ -55,4 +55,26 @@ def resolve(spark: SparkSession, table: TableLike) -> Table:
     if not isinstance(table, (str, tuple, list)):
         raise ValidationError(f"A table must be an icepark Table or an identifier such as "
                               f"'db.events', not {type(table).__name__}")
-    return session_catalog(spark).load_table(table)
+    catalog = session_catalog(spark)
+    return load(catalog, table, f"the session's catalog is {catalog.name!r}",
+                "ips.configure(spark, catalog={!r})")
+
+
+def load(catalog: Catalog, identifier: IdentifierLike, reads: str, choose: str) -> Table:
+    """The table ``identifier`` names in ``catalog``. As in Spark, an identifier may start
+    with the catalog's name (``default.db.t``). When the table does not exist and the first
+    part of a three-part identifier is no namespace of the catalog, the error says which
+    catalog is read (``reads``) and how to choose another (``choose``, ``{}`` for its name),
+    not only that the table does not exist."""
+    ident = table_identifier(identifier)
+    if len(ident) > 2 and ident[0] == catalog.name:
+        ident = ident[1:]
+    try:
+        return catalog.load_table(ident)
+    except NoSuchTable:
+        if len(ident) > 2 and not catalog.namespace_exists(ident[:1]):
+            raise NoSuchTable(
+                f"Table {show(ident)} does not exist: {reads}, which has no namespace "
+                f"{ident[0]!r}; if {ident[0]!r} is a catalog, use {choose.format(ident[0])} "
+                f"and name the table {show(ident[1:])!r}") from None
+        raise

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
+from icepark.spark.tables import load
 from icepark.table.table import Table
 
 _BARE_CATALOG_KEYS = ("uri", "warehouse", "type")
@@ -79,7 +80,13 @@ class CatalogOptions:
         return load_catalog(self.catalog_name, **self.properties)
 
     def load_table(self) -> Table:
-        return self.load().load_table(self.table)
+        return self.table_in(self.load())
+
+    def table_in(self, catalog: BaseCatalog) -> Table:
+        """The table in ``catalog`` (this source's), as :func:`icepark.spark.tables.load`
+        finds it: the identifier may start with the catalog's name."""
+        return load(catalog, self.table, "the icepark source reads catalog "
+                                         f"{catalog.name!r}", ".option('catalog', {!r})")
 
 
 def _integer(options: Mapping[str, str], key: str) -> int | None:

@@ -100,7 +100,7 @@ def open_scan(options: ReadOptions) -> tuple[DataScan, dict[str, str]]:
     snapshot, timestamp, branch or tag, or a ``branch`` that is a tag (and the reverse).
     """
     catalog = options.catalog.load()
-    table = catalog.load_table(options.catalog.table)
+    table = options.catalog.table_in(catalog)
     ref = options.branch if options.branch is not None else options.tag
     found = None if ref is None else table.metadata.refs.get(ref)
     if found is not None and found.is_branch != (options.branch is not None):
