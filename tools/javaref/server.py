@@ -57,6 +57,8 @@ def _session(warehouse: str) -> Any:
             .config("spark.sql.catalog.ref", "org.apache.iceberg.spark.SparkCatalog")
             .config("spark.sql.catalog.ref.type", "hadoop")
             .config("spark.sql.catalog.ref.warehouse", warehouse)
+            # icepark changes tables behind the reference's back: never serve a cached one
+            .config("spark.sql.catalog.ref.cache-enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
             .config("spark.ui.enabled", "false")

@@ -45,6 +45,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from icepark.errors import ValidationError
 from icepark.io.arrow.schema import FIELD_ID_KEY
@@ -305,6 +306,38 @@ def _float_paths(t: IcebergType) -> Iterator[int]:
         if below or (isinstance(f.field_type, PrimitiveType) and f.field_type.type_id in _FLOATS):
             yield f.field_id
             yield from below
+
+
+def read_float_stats(source: Any, schema: Schema) -> FloatCollector | None:
+    """NaN counts and exact float/double bounds of a written Parquet file (an open file or a
+    path), for a writer whose rows icepark never saw (Spark's own Parquet writer): the
+    top-level columns holding a float or double are read back, matched to ``schema`` by field
+    ID. None when the schema has no such column.
+
+    Spec, *Manifests*: ``nan_value_counts`` is the "map from column id to number of NaN values
+    in the column", and "NaNs are not permitted as lower or upper bounds": Parquet statistics
+    cannot give the first and need not exclude NaN (Spark's writer may leave a NaN maximum).
+    """
+    paths = frozenset(_float_paths(schema.as_struct()))
+    wanted = {f.field_id: f.name for f in schema.fields if f.field_id in paths}
+    if not wanted:
+        return None
+    parquet = pq.ParquetFile(source)
+    columns: list[str] = []
+    names: list[str] = []
+    for f in parquet.schema_arrow:
+        raw = (f.metadata or {}).get(FIELD_ID_KEY)
+        name = wanted.get(int(raw)) if raw is not None else None
+        if name is not None:
+            columns.append(f.name)
+            names.append(name)
+    found = set(names)
+    collector = FloatCollector(Schema.of(*(f for f in schema.fields if f.name in found)))
+    if not columns:
+        return collector
+    for batch in parquet.iter_batches(columns=columns):
+        collector.update(pa.RecordBatch.from_arrays(batch.columns, names=names))
+    return collector
 
 
 @dataclass(frozen=True, slots=True)
