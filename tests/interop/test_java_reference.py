@@ -412,3 +412,18 @@ def test_float_metrics_agree_with_the_reference(spark: SparkSession, shared: Sha
                     "value_count"):
             assert normal(got[key]) == normal(want[key]), (column, key)
     assert str(mine[0]["d"]["lower_bound"]) == "-0.0"
+
+
+def test_the_reference_reads_uuid_and_fixed_columns_icepark_spark_writes(
+        spark: SparkSession, shared: Shared) -> None:
+    schema = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(2, "u", UUID),
+                       NestedField.optional(3, "code", PrimitiveType.fixed(2)))
+    table = shared.ours.create_table(shared.ident("u"), schema)
+    keys = [str(uuid.UUID(int=i * 7919 + 1)) for i in range(3)]
+    df = spark.createDataFrame([(i, keys[i], bytes([i, 9])) for i in range(3)] + [(3, None, None)],
+                               "id long, u string, code binary")
+    ips.write(df, table)
+    expected = [{"id": i, "u": keys[i], "code": bytes([i, 9])} for i in range(3)] + [
+        {"id": 3, "u": None, "code": None}]
+    assert theirs(shared, f"SELECT * FROM {shared.ref('u')}") == expected
+    assert ours_spark(spark, table) == expected
