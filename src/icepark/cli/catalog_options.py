@@ -27,13 +27,15 @@ def _default(value: object, suppress: bool) -> object:
 
 
 def add_output_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
-    """Add ``--json`` and ``--verbose`` to ``parser``. With ``suppress`` (on subcommands) an
-    option left out does not override the value given before the command."""
+    """Add ``--json``, ``--verbose`` and ``--quiet`` to ``parser``. With ``suppress`` (on
+    subcommands) an option left out does not override the value given before the command."""
     output = parser.add_argument_group("output")
     output.add_argument("--json", action="store_true", default=_default(False, suppress),
                         help="print one JSON document on stdout (JSON lines for query)")
     output.add_argument("-v", "--verbose", action="store_true", default=_default(False, suppress),
                         help="show tracebacks on errors and Spark's own log")
+    output.add_argument("-q", "--quiet", action="store_true", default=_default(False, suppress),
+                        help="no progress on stderr (status lines and progress bars)")
 
 
 def add_catalog_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:

@@ -96,6 +96,7 @@ EXAMPLES: dict[str, str] = {
     "expire-snapshots": "icepark expire-snapshots db.events --older-than 7d --retain-last 5",
     "ingest": 'icepark ingest db.events data/ --partition-by "day(ts),kind" --mode append',
     "query": "icepark query db.events --where \"kind = 'click'\" --columns id,ts --limit 5",
+    "count": "icepark count db.events --where \"kind = 'click'\" --as-of 2024-03-01T12:00:00Z",
     "delete": "icepark delete db.events --where \"kind = 'spam'\"",
     "add-files": "icepark add-files db.events /data/events --partition-filter dt=2024-03-01",
     "migrate": "icepark migrate /data/events db.events --snapshot",
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.command != "quickstart":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    out = Output(args.json)
+    out = Output(args.json, quiet=args.quiet)
     try:
         code: int = args.handler(args, out)
         sys.stdout.flush()  # a closed pipe shows here, not at exit

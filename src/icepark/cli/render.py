@@ -2,7 +2,8 @@
 
 Every command renders through one :class:`Output`: with ``--json`` it prints exactly one JSON
 document on stdout (``query`` prints JSON lines, one object per row); without it, aligned text.
-Progress lines go to stderr and are silent with ``--json``.
+Progress lines go to stderr and are silent with ``--json`` or ``--quiet``; so are the progress bars
+of long Spark work (:mod:`icepark.cli.progress`), drawn only when stderr is a terminal.
 
 >>> plain({"ts": dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.UTC), "n": Decimal("1.50"),
 ...        "b": b"\\x01\\xff", "m": [("k", 1)], "f": float("nan")})
@@ -90,10 +91,21 @@ class Output:
     """Where a command's results and progress go (stdout and stderr by default)."""
 
     def __init__(self, json_mode: bool, out: TextIO | None = None,
-                 err: TextIO | None = None) -> None:
+                 err: TextIO | None = None, *, quiet: bool = False) -> None:
         self.json_mode = json_mode
+        self.quiet = quiet
         self._out = out or sys.stdout
         self._err = err or sys.stderr
+
+    @property
+    def err(self) -> TextIO:
+        """Where progress goes."""
+        return self._err
+
+    @property
+    def shows_progress(self) -> bool:
+        """Whether progress is shown: not with ``--json`` or ``--quiet``."""
+        return not (self.json_mode or self.quiet)
 
     def document(self, doc: Any, text: str | Callable[[], str]) -> None:
         """Print ``doc`` as one JSON document, or ``text`` for people."""
@@ -118,8 +130,9 @@ class Output:
             self._print(json.dumps(plain(record), separators=(",", ":"), ensure_ascii=False))
 
     def progress(self, message: str) -> None:
-        """A short status line on stderr for long work; nothing with ``--json``."""
-        if not self.json_mode:
+        """A short status line on stderr for long work; nothing with ``--json`` or
+        ``--quiet``."""
+        if self.shows_progress:
             print(message, file=self._err, flush=True)
 
     def _print(self, text: str) -> None:

@@ -1,10 +1,13 @@
-"""Spark-powered commands: ``ingest``, ``query`` and ``delete`` (and the schema inference of
-``create --from-file``).
+"""Spark-powered commands: ``ingest``, ``query``, ``count`` and ``delete`` (and the schema
+inference of ``create --from-file``). ``query`` and ``count`` start Spark only for large reads
+(:mod:`icepark.cli.local_read`).
 
 Everything that can be checked without Spark (the table, the filter, the columns, the input
 paths) is checked first, so bad input fails in a moment with a one-line error. Only then is a
 local Spark session started (``--master`` to use another), with the JVM's own console output
-sent to the null device unless ``--verbose`` (see :mod:`icepark.cli.spark_session`).
+sent to the null device unless ``--verbose`` (see :mod:`icepark.cli.spark_session`). While
+Spark works, a progress bar is drawn on stderr when it is a terminal
+(:mod:`icepark.cli.progress`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from icepark.catalog.identifier import show, table_identifier
@@ -20,12 +23,23 @@ from icepark.cli.arguments import parse_timestamp_ms, partition_spec
 from icepark.cli.catalog_commands import ensure_namespace
 from icepark.cli.catalog_options import open_catalog
 from icepark.cli.data_inputs import FORMATS, resolve_inputs
+from icepark.cli.local_read import (
+    LocalPlan,
+    add_read_options,
+    local_max,
+    plan_count,
+    plan_rows,
+    read_count,
+)
+from icepark.cli.progress import progress_bar, size_text
 from icepark.cli.render import Output, count
 from icepark.cli.spark_session import add_spark_options, read_inputs, spark_session
 from icepark.cli.table_commands import load, spec_text
 from icepark.errors import NoSuchTable, ValidationError
 from icepark.expressions import bind, parse
+from icepark.spark.progress import ProgressCallback, track
 from icepark.spec.schema import Schema
+from icepark.table.scan.read import DataScan
 from icepark.table.table import Table
 
 
@@ -52,21 +66,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     add_spark_options(ingest_cmd)
     ingest_cmd.set_defaults(handler=ingest)
 
-    query_cmd = commands.add_parser("query", parents=parents, help="show a table's rows (Spark)")
-    query_cmd.add_argument("table", help="namespace.table")
-    query_cmd.add_argument("--where", metavar="FILTER", help="e.g. \"kind = 'click' AND id > 5\"")
-    query_cmd.add_argument("--columns", metavar="A,B", help="columns to show (default: all)")
-    when = query_cmd.add_mutually_exclusive_group()
-    when.add_argument("--snapshot", type=int, metavar="ID", help="read this snapshot")
-    when.add_argument("--as-of", metavar="TIME",
-                      help="read the snapshot current at this time (ISO 8601 or epoch ms)")
-    when.add_argument("--ref", metavar="NAME", help="read this branch or tag")
+    query_cmd = commands.add_parser(
+        "query", parents=parents, help="show a table's rows (Spark for large reads)",
+        description="Show rows of a table. Small reads use the Arrow reader, without Spark; "
+                    "reads of more than --local-max of files, or with --spark, run on Spark. "
+                    "The rows are the same either way; which rows a --limit shows is not "
+                    "defined (as with SQL's LIMIT without ORDER BY).")
+    _add_read_arguments(query_cmd, columns=True)
     size = query_cmd.add_mutually_exclusive_group()
     size.add_argument("--limit", type=int, default=100, metavar="N",
                       help="show at most N rows (default: 100)")
     size.add_argument("--all", action="store_true", help="show every row")
-    add_spark_options(query_cmd)
     query_cmd.set_defaults(handler=query)
+
+    count_cmd = commands.add_parser(
+        "count", parents=parents, help="count a table's rows (Spark for large reads)",
+        description="Count the rows of a table (matching --where). Files whose rows all "
+                    "match and that have no delete files are counted from metadata; the "
+                    "others are read as query reads them.")
+    _add_read_arguments(count_cmd)
+    count_cmd.set_defaults(handler=count_rows)
 
     delete_cmd = commands.add_parser("delete", parents=parents,
                                      help="delete the rows matching a filter (Spark)")
@@ -74,6 +93,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     delete_cmd.add_argument("--where", metavar="FILTER", required=True)
     add_spark_options(delete_cmd)
     delete_cmd.set_defaults(handler=delete)
+
+
+def _add_read_arguments(parser: argparse.ArgumentParser, *, columns: bool = False) -> None:
+    parser.add_argument("table", help="namespace.table")
+    parser.add_argument("--where", metavar="FILTER", help="e.g. \"kind = 'click' AND id > 5\"")
+    if columns:
+        parser.add_argument("--columns", metavar="A,B", help="columns to show (default: all)")
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument("--snapshot", type=int, metavar="ID", help="read this snapshot")
+    when.add_argument("--as-of", metavar="TIME",
+                      help="read the snapshot current at this time (ISO 8601 or epoch ms)")
+    when.add_argument("--ref", metavar="NAME", help="read this branch or tag")
+    add_read_options(parser)
+    add_spark_options(parser)
+
+
+def _bar(out: Output, label: str) -> ProgressCallback | None:
+    """The progress bar of Spark work on a terminal (None: no progress is shown)."""
+    return progress_bar(out.err, label, shown=out.shows_progress)
 
 
 def _seconds(start: float) -> str:
@@ -109,7 +147,9 @@ def ingest(args: argparse.Namespace, out: Output) -> int:
         from icepark.spark.writer.write import write  # noqa: PLC0415
 
         out.progress(f"reading {inputs.describe()}...")
-        df = read_inputs(spark, inputs, None if table is None else table.schema())
+        with track(spark, _bar(out, "reading")):
+            df = read_inputs(spark, inputs,  # CSV and JSON: Spark reads them for their types
+                             None if table is None else table.schema())
         created = table is None
         if table is None:
             schema = to_iceberg(df.schema, fresh_ids=True)
@@ -119,7 +159,8 @@ def ingest(args: argparse.Namespace, out: Output) -> int:
             out.progress(f"created table {table.name} ({count(len(schema.fields), 'column')}, "
                          f"partitioned by {spec_text(table.spec(), table.schema())})")
         try:
-            table = write(df, table, mode=args.mode, merge_schema=args.merge_schema)
+            table = write(df, table, mode=args.mode, merge_schema=args.merge_schema,
+                          progress=_bar(out, "writing"))
         except BaseException:
             if created:
                 with contextlib.suppress(Exception):
@@ -144,38 +185,99 @@ def _checked_filter(table: Table, where: str, schema: Schema | None = None) -> N
     bind(parse(where), schema or table.schema())
 
 
+def _read_scan(args: argparse.Namespace, table: Table, columns: list[str] | None = None,
+               limit: int | None = None) -> DataScan:
+    """The scan ``query`` and ``count`` read, checked: unknown columns, snapshots and times
+    and malformed filters fail now, before anything is read."""
+    as_of = parse_timestamp_ms(args.as_of, "--as-of") if args.as_of else None
+    scan = table.scan(selected_fields=tuple(columns) if columns else ("*",),
+                      snapshot_id=args.snapshot, as_of_timestamp=as_of, ref=args.ref,
+                      limit=limit)
+    scan.projection()
+    where = args.where if args.where and args.where.strip() else None
+    if where is None:
+        return scan
+    _checked_filter(table, where, scan.schema())
+    return scan.filter(where)
+
+
+def _local_plan(args: argparse.Namespace, out: Output, scan: DataScan,
+                plan: Callable[[DataScan, int], LocalPlan]) -> LocalPlan | None:
+    """The plan of a read without Spark, or None when Spark reads (saying why)."""
+    max_bytes = local_max(args)
+    if max_bytes is None:
+        return None
+    planned = plan(scan, max_bytes)
+    if planned.small:
+        return planned
+    out.progress(f"reading with Spark: the planned files weigh more than "
+                 f"{size_text(max_bytes)} (--local-max)")
+    return None
+
+
+def _spark_frame(spark: Any, table: Table, scan: DataScan) -> Any:
+    """The rows of ``scan`` as a Spark DataFrame."""
+    from icepark.spark.reader.read import read  # noqa: PLC0415 - imports pyspark
+
+    columns = None if "*" in scan.selected_fields else list(scan.selected_fields)
+    return read(spark, table, scan.row_filter, columns, snapshot_id=scan.snapshot_id,
+                as_of_timestamp=scan.as_of_timestamp, ref=scan.ref)
+
+
 def query(args: argparse.Namespace, out: Output) -> int:
     table = load(args)
     columns = ([c.strip() for c in args.columns.split(",") if c.strip()]
                if args.columns else None)
-    as_of = parse_timestamp_ms(args.as_of, "--as-of") if args.as_of else None
     if not args.all and args.limit < 0:
         raise ValidationError(f"--limit must be 0 or more, not {args.limit}")
-    scan = table.scan(selected_fields=tuple(columns) if columns else ("*",),
-                      snapshot_id=args.snapshot, as_of_timestamp=as_of, ref=args.ref)
-    scan.projection()  # unknown columns, snapshots and times fail now
-    where = args.where if args.where and args.where.strip() else None
-    if where is not None:
-        _checked_filter(table, where, scan.schema())
+    scan = _read_scan(args, table, columns, None if args.all else args.limit)
     start = time.monotonic()
-    with spark_session(args, out) as spark:
-        from icepark.spark.reader.read import read  # noqa: PLC0415 - imports pyspark
-
-        out.progress(f"reading {table.name}...")
-        df = read(spark, table, where, columns, snapshot_id=args.snapshot,
-                  as_of_timestamp=as_of, ref=args.ref)
-        names = list(df.columns)
-        if not args.all:
-            df = df.limit(args.limit)
-        records: list[dict[str, Any]] = df.toArrow().to_pylist()
+    local = _local_plan(args, out, scan, plan_rows)
+    if local is not None and local.tasks is not None:
+        engine = "Arrow"
+        rows = scan.reader().to_table(local.tasks)
+        names: list[str] = list(rows.column_names)
+        records: list[dict[str, Any]] = rows.to_pylist()
+    else:
+        engine = "Spark"
+        with spark_session(args, out) as spark:
+            out.progress(f"reading {table.name}...")
+            df = _spark_frame(spark, table, scan)
+            names = list(df.columns)
+            if not args.all:
+                df = df.limit(args.limit)
+            with track(spark, _bar(out, "reading")):
+                records = df.toArrow().to_pylist()
     if out.json_mode:
         out.json_lines(records)
         return 0
     out.rows(names, [[r[n] for n in names] for r in records], empty="(no rows)")
-    shown = f"{count(len(records), 'row')} in {_seconds(start)}"
+    shown = f"{count(len(records), 'row')} in {_seconds(start)}, read with {engine}"
     if not args.all and len(records) == args.limit:
         shown += f" (the first {args.limit}; --limit N or --all for more)"
     out.progress(shown)
+    return 0
+
+
+def count_rows(args: argparse.Namespace, out: Output) -> int:
+    table = load(args)
+    scan = _read_scan(args, table)
+    start = time.monotonic()
+    local = _local_plan(args, out, scan, plan_count)
+    if local is not None and local.tasks is not None:
+        engine = "Arrow" if local.tasks else "metadata"
+        rows = read_count(scan, local)
+    else:
+        engine = "Spark"
+        with spark_session(args, out) as spark:
+            out.progress(f"counting the rows of {table.name}...")
+            with track(spark, _bar(out, "counting")):
+                rows = int(_spark_frame(spark, table, scan).count())
+    snapshot = scan.snapshot()
+    out.progress(f"counted with {engine} in {_seconds(start)}")
+    out.document({"table": table.name,
+                  "snapshot_id": snapshot.snapshot_id if snapshot else None,
+                  "count": rows, "read_with": engine.lower()}, str(rows))
     return 0
 
 
@@ -187,7 +289,7 @@ def delete(args: argparse.Namespace, out: Output) -> int:
         from icepark.spark.rowlevel.delete import delete_rows  # noqa: PLC0415 - imports pyspark
 
         out.progress(f"deleting rows of {show(table.identifier)} where {args.where}...")
-        result = delete_rows(spark, table, args.where)
+        result = delete_rows(spark, table, args.where, progress=_bar(out, "deleting"))
     out.progress(f"done in {_seconds(start)}")
     out.document({"table": table.name, "deleted_rows": result.deleted_rows,
                   "removed_files": result.removed_files,

@@ -5,6 +5,8 @@
     ips.write(df, "db.events", mode="append", create=True, partition_by=["day(ts)"])
     ips.read(spark, "db.events", row_filter="kind = 'click'", columns=["id", "ts"])
     ips.delete(spark, "db.events", "kind = 'spam'")
+    with ips.track_progress(spark, print):   # progress of any Spark work, e.g. a read's
+        ips.read(spark, "db.events").count()
 
 A table is given as a :class:`~icepark.table.table.Table` or as an identifier (``"db.events"``)
 in the catalog the session was configured with (:func:`configure`; the default catalog
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from icepark.expressions import Expr
     from icepark.spark.datasource.source import register as register_datasource
     from icepark.spark.imports import ImportResult, add_files, migrate, snapshot
+    from icepark.spark.progress import Progress, ProgressCallback
+    from icepark.spark.progress import track as track_progress
     from icepark.spark.rowlevel.delete import DeleteResult
     from icepark.spark.schema import to_iceberg, to_spark
     from icepark.spark.session import build_session
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 _LAZY = {  # name -> (module, name there)
     "DeleteResult": ("icepark.spark.rowlevel.delete", "DeleteResult"),
     "ImportResult": ("icepark.spark.imports", "ImportResult"),
+    "Progress": ("icepark.spark.progress", "Progress"),
     "TableLike": ("icepark.spark.tables", "TableLike"),
     "add_files": ("icepark.spark.imports", "add_files"),
     "build_session": ("icepark.spark.session", "build_session"),
@@ -48,6 +53,7 @@ _LAZY = {  # name -> (module, name there)
     "snapshot": ("icepark.spark.imports", "snapshot"),
     "to_iceberg": ("icepark.spark.schema", "to_iceberg"),
     "to_spark": ("icepark.spark.schema", "to_spark"),
+    "track_progress": ("icepark.spark.progress", "track"),
 }
 
 
@@ -117,7 +123,8 @@ def write(df: DataFrame, table: TableLike, mode: str = "append", *,
           create: bool = False, partition_by: str | Sequence[str] | None = None,
           sort_by: str | Sequence[str] | None = None,
           properties: Mapping[str, str] | None = None,
-          format_version: FormatVersion = 2) -> Table:
+          format_version: FormatVersion = 2,
+          progress: ProgressCallback | None = None) -> Table:
     """Write ``df`` to ``table`` in one snapshot and return the table at its new version.
 
     ``mode`` is ``append``, ``overwrite`` (the rows matching ``overwrite_filter``; all rows by
@@ -129,6 +136,10 @@ def write(df: DataFrame, table: TableLike, mode: str = "append", *,
     ``df.writeTo(t).create()`` does, partitioned by ``partition_by`` (``"day(ts)"``,
     ``"bucket(16, id)"``), sorted by ``sort_by`` (``"ts desc, id"``), with ``properties`` and
     ``format_version``; those four apply only when the table is created.
+
+    ``progress``, if given, is called with a :class:`~icepark.spark.progress.Progress` about
+    twice a second while the Spark job runs (stages, tasks done of total, elapsed), and once
+    more at its end with ``done=True`` and the rows and bytes written.
     """
     from icepark.errors import NoSuchTable  # noqa: PLC0415 - see _LAZY
     from icepark.spark.tables import resolve, session_catalog  # noqa: PLC0415
@@ -149,20 +160,23 @@ def write(df: DataFrame, table: TableLike, mode: str = "append", *,
             raise NoSuchTable(f"{e}; pass create=True to create it from the DataFrame's "
                               "schema") from e
     return write_frame(df, target, mode, overwrite_filter=overwrite_filter, branch=branch,
-                       snapshot_properties=snapshot_properties, merge_schema=merge_schema)
+                       snapshot_properties=snapshot_properties, merge_schema=merge_schema,
+                       progress=progress)
 
 
 def delete(spark: SparkSession, table: TableLike, where: str | Expr, *,
            branch: str = MAIN_BRANCH,
-           snapshot_properties: Mapping[str, str] | None = None) -> DeleteResult:
+           snapshot_properties: Mapping[str, str] | None = None,
+           progress: ProgressCallback | None = None) -> DeleteResult:
     """Delete the rows of ``table`` matching ``where`` in one snapshot: copy-on-write (files
     rewritten without them) or merge-on-read (position delete files), as the table property
-    ``write.delete.mode`` says (:func:`icepark.spark.rowlevel.delete.delete_rows`)."""
+    ``write.delete.mode`` says (:func:`icepark.spark.rowlevel.delete.delete_rows`).
+    ``progress`` is called as :func:`write`'s is, with the progress of its Spark jobs."""
     from icepark.spark.rowlevel.delete import delete_rows  # noqa: PLC0415 - see _LAZY
     from icepark.spark.tables import resolve  # noqa: PLC0415
 
     return delete_rows(spark, resolve(spark, table), where, branch=branch,
-                       snapshot_properties=snapshot_properties)
+                       snapshot_properties=snapshot_properties, progress=progress)
 
 
 def metadata_table(spark: SparkSession, table: TableLike, name: str,
@@ -185,6 +199,7 @@ def load_table(spark: SparkSession, identifier: TableLike) -> Table:
 __all__ = [
     "DeleteResult",
     "ImportResult",
+    "Progress",
     "TableLike",
     "add_files",
     "build_session",
@@ -200,5 +215,6 @@ __all__ = [
     "snapshot",
     "to_iceberg",
     "to_spark",
+    "track_progress",
     "write",
 ]

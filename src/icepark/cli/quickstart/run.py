@@ -29,16 +29,19 @@ rest of the warehouse is left alone. Exit status 0, or 1 when a reader disagrees
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import icepark
+from icepark.cli.progress import progress_bar
 from icepark.cli.quickstart.check import compare_peers, spark_aggregates
 from icepark.cli.quickstart.data import SCHEMA, count_kind, events
 from icepark.cli.quickstart.report import Report, timed
 from icepark.cli.render import count
 from icepark.cli.spark_session import started_session
+from icepark.spark.progress import ProgressCallback, track
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.types import STRING
 
@@ -78,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "catalog in DIR/catalog.db")
     parser.add_argument("--json", action="store_true", default=False,
                         help="print one JSON summary document instead of the report")
+    parser.add_argument("-q", "--quiet", action="store_true", default=False,
+                        help="no progress bars on stderr (drawn only on a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
             report.step("setup", f"Spark {spark.version} on {args.master}, SQLite catalog, "
                         f"{warehouse}", elapsed())
-            return _Run(report, spark, warehouse, sizes).pipeline(catalog)
+            shown = not (report.as_json or getattr(args, "quiet", False))
+            return _Run(report, spark, warehouse, sizes, shown=shown).pipeline(catalog)
 
 
 @dataclass
@@ -109,6 +115,11 @@ class _Run:
     sizes: tuple[int, int, int]
     """Events ingested, appended, and appended after the spec change."""
     summary: dict[str, Any] = field(default_factory=dict)
+    shown: bool = True
+    """Whether progress bars are drawn (on stderr, when it is a terminal)."""
+
+    def bar(self, label: str) -> ProgressCallback | None:
+        return progress_bar(sys.stderr, label, shown=self.shown)
 
     def pipeline(self, catalog: BaseCatalog) -> int:
         from icepark.spark.writer.write import write  # noqa: PLC0415 - imports pyspark
@@ -117,14 +128,16 @@ class _Run:
         arrow = self.report.arrow
         table, replaced = _create(catalog)
         with timed() as elapsed:
-            write(events(self.spark, 0, first), table, mode="append")
+            write(events(self.spark, 0, first), table, mode="append",
+                  progress=self.bar("ingest"))
         self.report.step("ingest", f"{count(first, 'row')} {arrow} {_added_files(table)} files "
                          f"({_spec_text(table.spec(), table)})", elapsed())
         if replaced:
             self.report.detail(f"(replaced the {TABLE} of an earlier run)")
 
         with timed() as elapsed:
-            write(events(self.spark, first, later), table, mode="append")
+            write(events(self.spark, first, later), table, mode="append",
+                  progress=self.bar("append"))
         self.report.step("append", f"{count(later, 'row')} {arrow} {_added_files(table)} files, "
                          f"snapshot {len(table.snapshots())}", elapsed())
 
@@ -140,7 +153,8 @@ class _Run:
                 spec.remove_field("ts_day").add_field("ts", "month").add_identity("kind")
             table = table.refresh()
             write(events(self.spark, first + later, extra, version_field="os_version",
-                         with_country=True), table, mode="append")
+                         with_country=True), table, mode="append",
+                  progress=self.bar("partition"))
         self.report.step("partition", f"{_spec_text(table.specs()[0], table)} {arrow} "
                          f"{_spec_text(table.spec(), table)}; {count(extra, 'row')} {arrow} "
                          f"{_added_files(table)} files", elapsed())
@@ -154,7 +168,8 @@ class _Run:
 
         arrow = self.report.arrow
         with timed() as elapsed:
-            deleted = delete_rows(self.spark, table, DELETE_FILTER)
+            deleted = delete_rows(self.spark, table, DELETE_FILTER,
+                                  progress=self.bar("delete"))
             table = table.refresh()
         done = [f"{n} {what}{'' if n == 1 else 's'}{how}" for n, what, how in (
             (deleted.delete_files, "position delete file", ""),
@@ -164,7 +179,7 @@ class _Run:
                          f"{arrow} {', '.join(done) or 'nothing to do'}", elapsed())
 
         snapshots = sorted(table.snapshots(), key=lambda s: s.sequence_number)
-        with timed() as elapsed:
+        with timed() as elapsed, track(self.spark, self.bar("history")):
             then = read(self.spark, table, snapshot_id=snapshots[0].snapshot_id).count()
         self.report.step("history", f"{len(snapshots)} snapshots; a time-travel read of "
                          f"snapshot 1 finds {count(then, 'row')}", elapsed())
@@ -182,7 +197,7 @@ class _Run:
 
         generated = sum(self.sizes)
         expected = generated - count_kind("spam", generated)
-        with timed() as elapsed:
+        with timed() as elapsed, track(self.spark, self.bar("read")):
             ours = spark_aggregates(read(self.spark, table, columns=[*GROUP_BY, *SUMS]),
                                     GROUP_BY, SUMS)
         right = ours["rows"] == expected

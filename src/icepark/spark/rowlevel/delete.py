@@ -55,6 +55,7 @@ from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
 from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
+from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.rowlevel import delete_tasks
 from icepark.spark.rowlevel.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
@@ -147,9 +148,17 @@ class _Plan:
 
 def delete_rows(spark: SparkSession, table: Table, where: str | Expr, *,
                 branch: str = MAIN_BRANCH,
-                snapshot_properties: Mapping[str, str] | None = None) -> DeleteResult:
+                snapshot_properties: Mapping[str, str] | None = None,
+                progress: ProgressCallback | None = None) -> DeleteResult:
     """Delete the rows of ``table`` matching ``where`` on ``branch`` in one snapshot (see the
-    module docstring); ``table`` is refreshed to the new version."""
+    module docstring); ``table`` is refreshed to the new version. ``progress`` receives the
+    progress of its Spark jobs (:func:`icepark.spark.progress.track`)."""
+    with track(spark, progress):
+        return _delete_rows(spark, table, where, branch, snapshot_properties)
+
+
+def _delete_rows(spark: SparkSession, table: Table, where: str | Expr, branch: str,
+                 snapshot_properties: Mapping[str, str] | None) -> DeleteResult:
     check_writable(table.metadata)
     mode = delete_mode(table.metadata)
     plan = _plan(table, as_expr(where), branch)

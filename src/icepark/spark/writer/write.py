@@ -55,6 +55,7 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from icepark.errors import CommitStateUnknown, IncompatibleColumn, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.manifest.manifest import read_manifest
+from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.schema import default_column, quote, to_iceberg, to_spark_type
 from icepark.spark.session import case_sensitive
 from icepark.spark.writer.columns import (
@@ -90,9 +91,10 @@ JOB_ID_PROPERTY = "icepark.write-job-id"
 def write(df: DataFrame, table: Table, mode: str = "append", *,
           overwrite_filter: str | Expr | None = None, branch: str = MAIN_BRANCH,
           snapshot_properties: Mapping[str, str] | None = None,
-          merge_schema: bool = False) -> Table:
+          merge_schema: bool = False, progress: ProgressCallback | None = None) -> Table:
     """Write ``df`` to ``table`` in one snapshot (see the module docstring) and return the
-    table, refreshed to the new version.
+    table, refreshed to the new version. ``progress`` receives the Spark job's progress
+    (:func:`icepark.spark.progress.track`), the last report with the rows and bytes written.
 
     ``mode`` is ``append``, ``overwrite`` (by ``overwrite_filter``, default: everything) or
     ``dynamic`` (replace the partitions present in the written data).
@@ -113,9 +115,12 @@ def write(df: DataFrame, table: Table, mode: str = "append", *,
         bind(row_filter, schema)  # unknown columns fail now, before any file
     prepared = conform(df, schema)
     head = branch_head(metadata, branch)
-    written = write_data_files(prepared, metadata, table.io,
-                               row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
-                               snapshot=head)
+    with track(df.sparkSession, progress) as tracker:
+        written = write_data_files(prepared, metadata, table.io,
+                                   row_filter=None if row_filter == ALWAYS_TRUE else row_filter,
+                                   snapshot=head)
+        tracker.written(sum(f.record_count for f in written.files),
+                        sum(f.file_size_in_bytes for f in written.files))
     try:
         commit_files(table, written.files, mode, row_filter, job_id=written.job_id,
                      start_snapshot_id=None if head is None else head.snapshot_id,
