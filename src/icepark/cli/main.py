@@ -64,8 +64,10 @@ CLI_SPELLINGS: dict[str, str] = {
 EPILOG = """\
 exit codes:
   0  success
-  1  unexpected failure (I/O, unreadable files, unsupported features, Spark errors)
-  2  usage error or invalid input (bad arguments, malformed filter, schema mismatch)
+  1  unexpected failure (I/O errors, unsupported Iceberg features, Spark errors such as an
+     unreadable input file)
+  2  usage error or invalid input (bad arguments, input files of an unknown format,
+     malformed filter, data that does not fit the table)
   3  not found (catalog, table, namespace, snapshot, branch or tag, property, input file)
   4  conflict (already exists, concurrent commit); retrying may succeed
   5  commit state unknown: check the table before retrying
