@@ -15,7 +15,7 @@ from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
 from icepark.spark.writer.write import write
 from icepark.spec.schema import Schema
-from icepark.spec.types import INT, LONG, STRING, NestedField, StructType
+from icepark.spec.types import INT, LONG, STRING, ListType, NestedField, StructType
 from tests.spark.test_write import expected, rows
 
 pytestmark = pytest.mark.spark
@@ -97,3 +97,12 @@ def test_case_sensitive_reads_reject_other_spellings(spark: SparkSession,
     table = catalog.create_table("db.t", SCHEMA)
     with pytest.raises(ValidationError, match="ID"):
         ips.read(spark, table, "ID > 1")
+
+
+def test_fields_inside_lists_match_ignoring_case(spark: SparkSession,
+                                                 catalog: BaseCatalog) -> None:
+    schema = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(
+        2, "tags", ListType(3, StructType((NestedField.optional(4, "k", INT),)), False)))
+    table = catalog.create_table("db.lists", schema)  # a list: the Python-worker writer
+    write(spark.createDataFrame([(1, [(5,)])], "ID long, Tags array<struct<K:int>>"), table)
+    assert rows(table) == expected([{"id": 1, "tags": [{"k": 5}]}])

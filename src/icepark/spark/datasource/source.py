@@ -49,7 +49,7 @@ from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.spark.datasource.options import CatalogOptions, ReadOptions
 from icepark.spark.datasource.reader import IcebergReader, open_scan, spark_schema
-from icepark.spark.writer.columns import check_schema
+from icepark.spark.writer.columns import EVOLVE_SCHEMA, check_schema
 from icepark.spark.writer.tasks import WriteTask, delete_job_files, write_batches
 from icepark.spark.writer.write import commit_files, committed_job, head_id, new_task
 from icepark.spec.manifest import DataFile
@@ -120,7 +120,7 @@ class IcebergWriter(DataSourceArrowWriter):
         self.options = options
         table = options.catalog.load_table()
         metadata = table.metadata
-        check_schema(schema, metadata.schema())
+        check_schema(schema, metadata.schema(), extra=EVOLVE_SCHEMA)
         if overwrite:
             if options.overwrite_mode == "dynamic":
                 if options.overwrite_filter is not None:

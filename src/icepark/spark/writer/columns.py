@@ -38,7 +38,9 @@ from icepark.spec.types import IcebergType, ListType, MapType, NestedField, Stru
 from icepark.table.snapshot.writes import check_columns, prepare, prepare_empty
 
 MERGE_SCHEMA = Remedy("add them with {} or drop them", "merge_schema=True")
-"""What to do about columns the table does not have."""
+"""What to do about columns the table does not have (writes that can merge schemas)."""
+EVOLVE_SCHEMA = Remedy("add them first with {} or drop them", "update_schema().union_by_name()")
+"""What to do about columns the table does not have (the data source, which cannot merge)."""
 VALIDATION_PREFIX = "icepark.errors.ValidationError: "
 """How a value check in a Spark job starts its message, so the driver raises it as a
 :class:`~icepark.errors.ValidationError` (:func:`icepark.spark.writer.data_files.task_error`)."""
@@ -137,16 +139,17 @@ def arrow_schema_of(df_schema: Any) -> Any:
     return spark_to_arrow(df_schema, timezone="UTC")
 
 
-def check_schema(df_schema: T.StructType, schema: Schema, case_sensitive: bool = True) -> None:
+def check_schema(df_schema: T.StructType, schema: Schema, case_sensitive: bool = True, *,
+                 extra: Remedy = MERGE_SCHEMA) -> None:
     """Raise :class:`ValidationError` naming the first column of ``df_schema`` that cannot be
-    written to ``schema``: a column the table does not have, a missing required one without a
-    write-default, or a type that is not the same, an allowed promotion or a narrowing the
-    values are checked for (:class:`~icepark.errors.IncompatibleColumn`, in Spark's words)."""
-    named, extra = match_names(df_schema, schema, case_sensitive)
-    if extra:
-        shown = ", ".join(repr(name) for name in extra)
-        raise ValidationError(f"Column(s) {shown} are not in the table schema",
-                              remedy=MERGE_SCHEMA)
+    written to ``schema``: a column the table does not have (with the remedy ``extra``), a
+    missing required one without a write-default, or a type that is not the same, an allowed
+    promotion or a narrowing the values are checked for
+    (:class:`~icepark.errors.IncompatibleColumn`, in Spark's words)."""
+    named, unknown = match_names(df_schema, schema, case_sensitive)
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown)
+        raise ValidationError(f"Column(s) {shown} are not in the table schema", remedy=extra)
     arrow_in = arrow_schema_of(named)
     check_columns(arrow_in, schema.fields)
     try:
@@ -258,6 +261,6 @@ def _widens(given: T.DataType, target: T.DataType) -> bool:
     return wide is not None and narrow is not None and wide >= narrow
 
 
-__all__ = ["MERGE_SCHEMA", "VALIDATION_PREFIX", "arrow_schema_of", "check_schema",
+__all__ = ["EVOLVE_SCHEMA", "MERGE_SCHEMA", "VALIDATION_PREFIX", "arrow_schema_of", "check_schema",
            "checked_cast", "in_spark_words", "match_names", "renamed", "spark_words",
            "with_example"]
