@@ -280,7 +280,7 @@ def test_partition_columns(spark: SparkSession) -> None:
                                to_spark(schema))
     result = df.select(*partition_columns(dropped, schema, df))
     assert [(f.name, f.metadata[FIELD_ID]) for f in result.schema.fields] == [
-        ("id_bucket_8", 1000), ("day", 1001), ("p.q", 1002), ("id", 1003), ("gone", 1999)]
+        ("id_bucket", 1000), ("day", 1001), ("p.q", 1002), ("id", 1003), ("gone", 1999)]
     assert result.schema["gone"].dataType == T.IntegerType()
     rows = [tuple(r) for r in result.collect()]
     assert rows == [(Transform.bucket(8).apply(LONG, 34), datetime.date(1969, 12, 31),
