@@ -22,9 +22,9 @@ names, for :func:`icepark.expressions.evaluator.partition_evaluator` or a manife
 ...                    NestedField.optional(2, "ts", TIMESTAMP))
 >>> spec = PartitionSpecBuilder(schema).day("ts").bucket("id", 16).build()
 >>> print(inclusive_projection(schema, spec)(parse("ts > '2024-01-01T10:00' AND id = 7")))
-ts_day >= 19723 AND id_bucket_16 = 3
+ts_day >= 19723 AND id_bucket = 3
 >>> print(strict_projection(schema, spec)(parse("ts >= '2024-01-02' OR id != 7")))
-ts_day > 19723 OR id_bucket_16 != 3
+ts_day > 19723 OR id_bucket != 3
 """
 
 from __future__ import annotations
