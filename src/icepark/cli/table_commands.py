@@ -15,6 +15,7 @@ from icepark.cli.arguments import key_values, parse_before, positive_int
 from icepark.cli.catalog_options import open_catalog
 from icepark.cli.render import Output, count
 from icepark.errors import IcebergError, ValidationError
+from icepark.spec.metadata import FORMAT_VERSION_PROPERTY, parse_format_version
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.serde import (
@@ -29,9 +30,6 @@ from icepark.spec.values import to_json
 from icepark.table.inspect import tables as inspect
 from icepark.table.maintenance.expire import plan_expiry
 from icepark.table.table import Table
-
-FORMAT_VERSION = "format-version"
-"""The reserved property ``properties set`` turns into a format upgrade."""
 
 
 class NoSuchProperty(IcebergError):  # noqa: N818 - reads as "no such property", like NoSuchTable
@@ -270,7 +268,7 @@ def properties(args: argparse.Namespace, out: Output) -> int:
         return 0
     if args.action == "set":
         updates = key_values(args.pairs, "property")
-        version = updates.pop(FORMAT_VERSION, None)
+        version = updates.pop(FORMAT_VERSION_PROPERTY, None)
         with table.transaction() as transaction:  # as Spark's SET TBLPROPERTIES: one commit
             if version is not None:
                 transaction.upgrade_format_version(_format_version(version))
@@ -292,9 +290,10 @@ def properties(args: argparse.Namespace, out: Output) -> int:
 def _format_version(text: str) -> int:
     """``format-version=N`` of ``properties set``: upgrades the table, as the property does in
     Spark's ``ALTER TABLE ... SET TBLPROPERTIES`` with the reference implementation."""
-    if text.strip() not in ("1", "2", "3"):
-        raise ValidationError(f"{FORMAT_VERSION} must be 1, 2 or 3, not {text!r}")
-    return int(text)
+    version = parse_format_version(text)
+    if version is None:
+        raise ValidationError(f"{FORMAT_VERSION_PROPERTY} must be 1, 2 or 3, not {text!r}")
+    return version
 
 
 def expire_snapshots(args: argparse.Namespace, out: Output) -> int:

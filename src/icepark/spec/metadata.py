@@ -44,6 +44,19 @@ from icepark.spec.sorting import UNSORTED, SortOrder
 
 FormatVersion = Literal[1, 2, 3]
 MAX_FORMAT_VERSION = 3
+FORMAT_VERSION_PROPERTY = "format-version"
+"""The reserved table property that names the format version: a metadata field, not a
+setting (the reference implementation reads it at creation and on ``SET TBLPROPERTIES``)."""
+_FORMAT_VERSIONS: dict[str, FormatVersion] = {"1": 1, "2": 2, "3": 3}
+
+
+def parse_format_version(text: str) -> FormatVersion | None:
+    """The format version ``format-version`` property text names, or None if it names none.
+
+    >>> parse_format_version(" 3"), parse_format_version("three")
+    (3, None)
+    """
+    return _FORMAT_VERSIONS.get(text.strip())
 SUPPORTED_FORMAT_VERSIONS: tuple[FormatVersion, ...] = (1, 2, 3)
 """Spec: "Implementations must throw an exception if a table's version is higher than the
 supported version." icepark reads and writes v1, v2 and v3 metadata."""

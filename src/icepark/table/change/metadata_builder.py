@@ -17,11 +17,13 @@ from typing import Any
 
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spec.metadata import (
+    FORMAT_VERSION_PROPERTY,
     MAX_FORMAT_VERSION,
     FormatVersion,
     MetadataLogEntry,
     SnapshotLogEntry,
     TableMetadata,
+    parse_format_version,
 )
 from icepark.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from icepark.spec.properties import int_property
@@ -339,9 +341,6 @@ class MetadataBuilder:
         return TableMetadata(**f)
 
 
-FORMAT_VERSION_PROPERTY = "format-version"
-
-
 def _reserved_format_version(properties: Mapping[str, str] | None, format_version: FormatVersion
                              ) -> tuple[dict[str, str], FormatVersion]:
     """The table properties without ``format-version``, and the format version they ask for.
@@ -354,10 +353,10 @@ def _reserved_format_version(properties: Mapping[str, str] | None, format_versio
     text = props.pop(FORMAT_VERSION_PROPERTY, None)
     if text is None:
         return props, format_version
-    if text.strip() not in ("1", "2", "3"):
+    asked = parse_format_version(text)
+    if asked is None:
         raise ValidationError(f"Invalid table property format-version={text!r}: "
                               f"write 1, 2 or {MAX_FORMAT_VERSION}")
-    asked: FormatVersion = int(text)  # type: ignore[assignment]
     if format_version not in (2, asked):
         raise ValidationError(f"The table property format-version={text} contradicts "
                               f"format_version={format_version}")

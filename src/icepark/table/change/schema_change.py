@@ -40,7 +40,7 @@ from typing import Any, Self, cast
 from icepark.errors import Remedy, ValidationError
 from icepark.spec.evolution.schema_update import UNSET, Path, SchemaUpdate
 from icepark.spec.evolution.spec_update import SpecUpdate
-from icepark.spec.metadata import FormatVersion, TableMetadata
+from icepark.spec.metadata import FORMAT_VERSION_PROPERTY, FormatVersion, TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import FrozenMap
@@ -56,7 +56,7 @@ them."""
 
 Changes = tuple[list[u.TableRequirement], list[u.TableUpdate]]
 
-RESERVED_PROPERTIES = frozenset({"format-version"})
+RESERVED_PROPERTIES = frozenset({FORMAT_VERSION_PROPERTY})
 """Properties that are table metadata fields, not settings; change them with their own call."""
 
 _INTEGER_PROPERTIES = frozenset({
