@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -34,72 +33,36 @@ from icepark.spec.metadata import FormatVersion
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
-    BINARY,
-    BOOLEAN,
-    DATE,
     DOUBLE,
     FLOAT,
-    INT,
     LONG,
     STRING,
-    TIMESTAMP,
-    TIMESTAMPTZ,
     UUID,
-    ListType,
-    MapType,
     NestedField,
     PrimitiveType,
-    StructType,
 )
 from icepark.table.inspect.files import reachable_manifests, read_entries
 from icepark.table.table import Table
 from tests.interop.conftest import Shared
+from tests.interop.events import SCHEMA as ALL_TYPES
+from tests.interop.events import rows
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = Schema.of(
-    NestedField.required(1, "id", LONG),
-    NestedField.optional(2, "flag", BOOLEAN),
-    NestedField.optional(3, "small", INT),
-    NestedField.optional(4, "ratio", FLOAT),
-    NestedField.optional(5, "score", DOUBLE),
-    NestedField.optional(6, "amount", PrimitiveType.decimal(10, 2)),
-    NestedField.optional(7, "day", DATE),
-    NestedField.optional(8, "local_ts", TIMESTAMP),
-    NestedField.optional(9, "ts", TIMESTAMPTZ),
-    NestedField.optional(10, "name", STRING),
-    NestedField.optional(11, "key", UUID),
-    NestedField.optional(12, "code", PrimitiveType.fixed(3)),
-    NestedField.optional(13, "blob", BINARY),
-    NestedField.optional(14, "device", StructType((
-        NestedField.optional(15, "os", STRING),
-        NestedField.optional(16, "version", INT),
-    ))),
-    NestedField.optional(17, "tags", ListType(18, STRING, element_required=False)),
-    NestedField.optional(19, "metrics", MapType(20, STRING, 21, DOUBLE, value_required=False)),
-)
+SCHEMA = Schema.of(*(f for f in ALL_TYPES.fields if f.name != "at"))
+"""The peers' table without its ``time`` column, which the reference's Spark cannot read."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def make_rows(ids: range) -> list[dict[str, Any]]:
-    return [{
-        "id": i,
-        "flag": None if i % 4 == 0 else i % 2 == 0,
-        "small": None if i % 5 == 0 else i * 3 - 50,
-        "ratio": float("nan") if i == 7 else float(i) / 4,
-        "score": None if i % 6 == 0 else (-0.0 if i == 9 else i * 1.5 - 20),
-        "amount": Decimal(i * 137 - 2000).scaleb(-2),
-        "day": date(1969, 12, 20) + timedelta(days=i * 3),
-        "local_ts": datetime(2024, 2, 28, 23) + timedelta(minutes=i * 97),
-        "ts": None if i % 7 == 0 else EPOCH + timedelta(hours=i * 29 - 300),
-        "name": ["alpha", "beta", "gämma", None, "🦆duck"][i % 5],
-        "key": uuid.UUID(int=i * 7919 + 1),
-        "code": bytes([i % 256, 1, 2]),
-        "blob": None if i % 3 == 0 else bytes(range(i % 9)),
-        "device": None if i % 8 == 0 else {"os": ["linux", "mac", None][i % 3], "version": i},
-        "tags": None if i % 9 == 0 else [f"t{j}" for j in range(i % 3)] + [None],
-        "metrics": None if i % 10 == 0 else {"a": float(i), "b": None},
-    } for i in ids]
+    """The peers' rows without ``time``, with a NaN and a -0.0 among the floats."""
+    out = [{k: v for k, v in row.items() if k != "at"} for row in rows(ids)]
+    for row in out:
+        if row["id"] == 7:
+            row["ratio"] = float("nan")
+        if row["id"] == 9:
+            row["score"] = -0.0
+    return out
 
 
 def normal(value: Any) -> Any:
