@@ -308,11 +308,12 @@ def _float_paths(t: IcebergType) -> Iterator[int]:
             yield from below
 
 
-def read_float_stats(source: Any, schema: Schema) -> FloatCollector | None:
+def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None
+                     ) -> FloatCollector | None:
     """NaN counts and exact float/double bounds of a written Parquet file (an open file or a
     path), for a writer whose rows icepark never saw (Spark's own Parquet writer): the
     top-level columns holding a float or double are read back, matched to ``schema`` by field
-    ID. None when the schema has no such column.
+    ID (``metadata``: the footer, if already read). None when the schema has no such column.
 
     Spec, *Manifests*: ``nan_value_counts`` is the "map from column id to number of NaN values
     in the column", and "NaNs are not permitted as lower or upper bounds": Parquet statistics
@@ -322,7 +323,7 @@ def read_float_stats(source: Any, schema: Schema) -> FloatCollector | None:
     wanted = {f.field_id: f.name for f in schema.fields if f.field_id in paths}
     if not wanted:
         return None
-    parquet = pq.ParquetFile(source)
+    parquet = pq.ParquetFile(source, metadata=metadata)
     columns: list[str] = []
     names: list[str] = []
     for f in parquet.schema_arrow:

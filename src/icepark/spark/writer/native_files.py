@@ -95,7 +95,7 @@ class _FooterReader:
         partition = parse_partition(directories, self.types)
         with self.io.new_input(info.location).open() as f:
             footer = pq.read_metadata(f)
-            floats = read_float_stats(f, self.schema) if footer.num_rows else None
+            floats = read_float_stats(f, self.schema, footer) if footer.num_rows else None
         if footer.num_rows == 0:
             self.io.delete(info.location)
             return None
