@@ -35,6 +35,7 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
     TypeId,
+    child_fields,
 )
 
 T = TypeVar("T")
@@ -329,11 +330,8 @@ which icepark cannot read yet
                 raise UnsupportedFeature(f"Column {path!r} has type {t} (format version 3), "
                                          f"which icepark cannot {action} yet")
             continue
-        children = (t.fields if isinstance(t, StructType) else
-                    (t.element_field,) if isinstance(t, ListType) else
-                    (t.key_field, t.value_field))
         stack.extend((f"{path}.{f.name}" if path else f.name, f.field_type)
-                     for f in reversed(children))
+                     for f in reversed(child_fields(t)))
 
 
 class _IndexByName(_FieldHookVisitor):
