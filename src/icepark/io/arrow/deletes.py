@@ -33,11 +33,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.io.arrow.expressions import arrow_literal_type, comparable
 from icepark.io.arrow.name_mapping import MappedField, NameMapping
+from icepark.io.arrow.parquet_file import (
+    EQUALITY_DELETE_FILE,
+    POSITION_DELETE_FILE,
+    decoded_batches,
+    open_parquet,
+)
 from icepark.io.arrow.projection import FileColumns, extract
 from icepark.io.arrow.schema import from_arrow_schema
 from icepark.io.fileio import FileIO
@@ -113,8 +118,9 @@ class DeleteCache:
         return found
 
     def _read_positions(self, delete_file: DataFile) -> dict[str, Any]:
-        with self._io.new_input(delete_file.file_path).open() as f:
-            parquet = pq.ParquetFile(f)
+        location = delete_file.file_path
+        with self._io.new_input(location).open() as f:
+            parquet = open_parquet(f, location, POSITION_DELETE_FILE)
             # Without IDs, the columns are found by the names the spec gives them.
             columns = FileColumns(parquet.schema_arrow, _POSITION_MAPPING,
                                   delete_file.file_path)
@@ -122,7 +128,7 @@ class DeleteCache:
                 raise ValidationError(
                     f"Position delete file {delete_file.file_path} has no file_path "
                     f"({FILE_PATH.field_id}) or pos ({POS.field_id}) column")
-            table = _read_flat(parquet, columns, [FILE_PATH, POS])
+            table = _read_flat(parquet, columns, [FILE_PATH, POS], POSITION_DELETE_FILE)
         table = table.filter(pc.and_(pc.is_valid(table.column(0)), pc.is_valid(table.column(1))))
         grouped = table.group_by(str(FILE_PATH.field_id)).aggregate(
             [(str(POS.field_id), "list")])
@@ -134,7 +140,7 @@ class DeleteCache:
     def _read_equality(self, delete_file: DataFile) -> EqualityDeleteRows:
         ids = delete_file.equality_ids or ()
         with self._io.new_input(delete_file.file_path).open() as f:
-            parquet = pq.ParquetFile(f)
+            parquet = open_parquet(f, delete_file.file_path, EQUALITY_DELETE_FILE)
             columns = FileColumns(parquet.schema_arrow, self._mapping, delete_file.file_path)
             missing = [fid for fid in ids if columns.path(fid) is None]
             if missing:
@@ -143,7 +149,7 @@ class DeleteCache:
                     f"ID {missing[0]} (one of its equality_ids {list(ids)}); its delete "
                     "columns must be in the file")
             fields = tuple(self._equality_field(fid, columns) for fid in ids)
-            table = _read_flat(parquet, columns, fields)
+            table = _read_flat(parquet, columns, fields, EQUALITY_DELETE_FILE)
         return EqualityDeleteRows(fields, table)
 
     def _equality_field(self, field_id: int, columns: FileColumns) -> NestedField:
@@ -183,16 +189,19 @@ def _store(cache: OrderedDict[Any, Any], key: Hashable, value: Any, limit: int) 
         cache.popitem(last=False)
 
 
-def _read_flat(parquet: Any, columns: FileColumns, fields: Sequence[NestedField]) -> Any:
-    """A table of ``fields`` read flat by ID, one column per field named by its ID."""
+def _read_flat(parquet: Any, columns: FileColumns, fields: Sequence[NestedField],
+               what: str) -> Any:
+    """A table of ``fields`` read flat by ID, one column per field named by its ID
+    (``what`` kind of file: a page that does not decode is a CorruptFile)."""
     readers = [extract(columns, f) for f in fields]
     tops = sorted({top for top, _ in readers if top is not None})
     positions = {top: i for i, top in enumerate(tops)}
     names = [str(f.field_id) for f in fields]
     batches = []
-    for batch in parquet.reader.iter_batches(
+    for batch in decoded_batches(parquet.reader.iter_batches(
             65536, row_groups=range(parquet.metadata.num_row_groups),
-            column_indices=columns.leaf_indices(tops), use_threads=False):
+            column_indices=columns.leaf_indices(tops), use_threads=False),
+            columns.location, what):
         arrays = [comparable(fn(batch.column(positions[top])) if top is not None
                              else fn(batch.num_rows)) for top, fn in readers]
         batches.append(pa.Table.from_arrays(arrays, names=names))

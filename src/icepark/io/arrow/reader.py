@@ -51,7 +51,6 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.expressions.bound import BoundExpr, BoundPredicate, BoundVisitor, bound_and, visit
@@ -71,6 +70,7 @@ from icepark.io.arrow.expressions import (
     to_pruning_expression,
 )
 from icepark.io.arrow.name_mapping import NameMapping
+from icepark.io.arrow.parquet_file import decoded_batches, open_parquet
 from icepark.io.arrow.projection import (
     FileColumns,
     Projection,
@@ -287,8 +287,9 @@ class ArrowReader:
         deleted = deleted_positions(cache, positional, data_file.file_path)
         eq_groups = equality_delete_groups(cache, equality)
         constants = identity_constants(task.spec, task.partition)
-        with self._io.new_input(data_file.file_path).open() as f:
-            parquet = pq.ParquetFile(f)
+        location = data_file.file_path
+        with self._io.new_input(location).open() as f:
+            parquet = open_parquet(f, location)
             columns = FileColumns(parquet.schema_arrow, self._mapping, data_file.file_path)
             plan = _FilePlan(self, task, project(columns, self.schema, constants),
                              _extras(columns, constants, row_filter, eq_groups),
@@ -298,9 +299,10 @@ class ArrowReader:
                 if count_deleted(deleted, base, rows) == rows:
                     continue
                 offset = base
-                for batch in parquet.reader.iter_batches(
+                for batch in decoded_batches(parquet.reader.iter_batches(
                         self._batch_size, row_groups=[index],
-                        column_indices=columns.leaf_indices(plan.tops), use_threads=True):
+                        column_indices=columns.leaf_indices(plan.tops), use_threads=True),
+                        location):
                     out = plan.apply(batch, offset)
                     offset += batch.num_rows
                     if out.num_rows:
@@ -471,5 +473,5 @@ def _prune(source: Any, columns: FileColumns, row_filter: BoundExpr,
     try:
         fragment = ds.ParquetFileFormat().make_fragment(source, row_groups=row_groups)
         return {rg.id for rg in fragment.subset(expr).row_groups}
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return set(row_groups)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError):
+        return set(row_groups)  # pruning only skips: a corrupt file fails when it is read

@@ -45,9 +45,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icepark.errors import ValidationError
+from icepark.io.arrow.parquet_file import decoded_batches, open_parquet
 from icepark.io.arrow.schema import FIELD_ID_KEY
 from icepark.spec.bounds import sort_key, to_bytes
 from icepark.spec.schema import Schema
@@ -308,8 +308,8 @@ def _float_paths(t: IcebergType) -> Iterator[int]:
             yield from below
 
 
-def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None
-                     ) -> FloatCollector | None:
+def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None, *,
+                     location: str | None = None) -> FloatCollector | None:
     """NaN counts and exact float/double bounds of a written Parquet file (an open file or a
     path), for a writer whose rows icepark never saw (Spark's own Parquet writer): the
     top-level columns holding a float or double are read back, matched to ``schema`` by field
@@ -318,12 +318,15 @@ def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None
     Spec, *Manifests*: ``nan_value_counts`` is the "map from column id to number of NaN values
     in the column", and "NaNs are not permitted as lower or upper bounds": Parquet statistics
     cannot give the first and need not exclude NaN (Spark's writer may leave a NaN maximum).
+    A file that does not decode is :class:`~icepark.errors.CorruptFile` naming ``location``
+    (by default ``source`` when it is a path).
     """
     paths = frozenset(_float_paths(schema.as_struct()))
     wanted = {f.field_id: f.name for f in schema.fields if f.field_id in paths}
     if not wanted:
         return None
-    parquet = pq.ParquetFile(source, metadata=metadata)
+    where = location or (source if isinstance(source, str) else "<unnamed Parquet file>")
+    parquet = open_parquet(source, where, metadata=metadata)
     columns: list[str] = []
     names: list[str] = []
     for f in parquet.schema_arrow:
@@ -336,7 +339,7 @@ def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None
     collector = FloatCollector(Schema.of(*(f for f in schema.fields if f.name in found)))
     if not columns:
         return collector
-    for batch in parquet.iter_batches(columns=columns):
+    for batch in decoded_batches(parquet.iter_batches(columns=columns), where):
         collector.update(pa.RecordBatch.from_arrays(batch.columns, names=names))
     return collector
 

@@ -7,8 +7,7 @@ Evolution*: "Adding a new field assigns a new ID for that field and for any nest
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
-
+from icepark.io.arrow.parquet_file import read_arrow_schema
 from icepark.io.arrow.schema import infer_schema
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.spec.schema import Schema
@@ -18,7 +17,8 @@ def parquet_schema(location: str, file_io: FileIO | None = None) -> Schema:
     """The schema of the Parquet file at ``location`` with fresh field IDs from 1.
 
     Columns whose Arrow type has no Iceberg counterpart raise
-    :class:`~icepark.errors.ValidationError` naming the column.
+    :class:`~icepark.errors.ValidationError` naming the column; a file that is not Parquet
+    :class:`~icepark.errors.CorruptFile` naming the file.
     """
     with (file_io or ArrowFileIO()).new_input(location).open() as stream:
-        return infer_schema(pq.read_schema(stream))
+        return infer_schema(read_arrow_schema(stream, location, "Parquet file"))

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import Column
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import UnsupportedFeature
 from icepark.io.arrow.name_mapping import NameMapping, has_field_ids
+from icepark.io.arrow.parquet_file import read_arrow_schema
 from icepark.io.arrow.projection import FileColumns, field_id_of
 from icepark.io.arrow.reader import identity_constants
 from icepark.io.fileio import FileIO
@@ -180,7 +180,7 @@ def _read_footers(io: FileIO, paths: Sequence[str]) -> dict[str, Any]:
     """The Arrow schemas of the files' footers, read in parallel on the driver."""
     def read(path: str) -> Any:
         with io.new_input(path).open() as f:
-            return pq.read_schema(f)
+            return read_arrow_schema(f, path)
 
     if not paths:
         return {}
