@@ -144,8 +144,12 @@ class FilesystemCatalog(BaseCatalog):
     # ------------------------------------------------------------------ namespaces
 
     def namespace_exists(self, namespace: NamespaceLike) -> bool:
-        ns = namespace_identifier(namespace)
-        return os.path.isdir(self._path(ns)) and not self._inside_table(ns)
+        return self._is_namespace(namespace_identifier(namespace))
+
+    def _is_namespace(self, parts: Identifier) -> bool:
+        """Whether ``parts`` (validated: a namespace, or a table identifier whose joined parts
+        may be longer than a namespace may be) is a namespace directory."""
+        return os.path.isdir(self._path(parts)) and not self._inside_table(parts)
 
     def create_namespace(self, namespace: NamespaceLike,
                          properties: Mapping[str, str] | None = None) -> None:
@@ -330,7 +334,7 @@ class FilesystemCatalog(BaseCatalog):
         return CommitResult(metadata, location)
 
     def _create(self, identifier: Identifier, metadata: TableMetadata) -> CommitResult:
-        if self.namespace_exists(identifier):
+        if self._is_namespace(identifier):
             raise AlreadyExists(f"Cannot create table {show(identifier)}: a namespace has "
                                 "that path")
         try:
