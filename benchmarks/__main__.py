@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["bench_manifest", "bench_commit", "bench_planning", "bench_spark_write",
-              "bench_spark_read", "bench_spark_delete"]
+BENCHMARKS = ["bench_manifest", "bench_commit", "bench_concurrent_commits", "bench_planning",
+              "bench_spark_write", "bench_spark_read", "bench_spark_delete"]
 
 
 def main() -> None:

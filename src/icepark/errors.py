@@ -123,3 +123,9 @@ class FileNotFound(IcebergError, FileNotFoundError):  # noqa: N818
 
 class CorruptFile(IcebergError):  # noqa: N818
     """A metadata or data file cannot be decoded."""
+
+
+class CatalogUnavailable(IcebergError):  # noqa: N818
+    """The catalog cannot be reached or opened (its database is down, refuses the connection
+    or cannot be opened; its warehouse is not a directory one may read). Retrying once it is
+    back may succeed; a commit cut off mid-swap ends in :class:`CommitStateUnknown` instead."""

@@ -40,8 +40,13 @@ FAST_RETRY = {
 }
 
 
-def make_catalog(kind: str, warehouse: Path, name: str = "test") -> BaseCatalog:
-    props = {"warehouse": str(warehouse)}
+OPTIMISTIC = {"lock.enabled": "false"}
+"""Catalog properties of writers that race instead of taking turns (the commit lock is off)."""
+
+
+def make_catalog(kind: str, warehouse: Path, name: str = "test",
+                 properties: dict[str, str] | None = None) -> BaseCatalog:
+    props = {"warehouse": str(warehouse), **(properties or {})}
     if kind == "sql":
         return SqlCatalog(name, props)
     return FilesystemCatalog(name, props)

@@ -8,6 +8,9 @@ same with ``count`` real :meth:`Table.append` calls of a small Arrow batch of un
 printing the acknowledged ids and the number of commit attempts;
 ``python catalog_worker.py crash <kind> <warehouse>`` is killed with SIGKILL after writing its
 metadata file and before the swap.
+
+Its catalogs take no commit lock (``lock.enabled=false``): these writers race, to test the
+compare-and-swap itself.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import pyarrow as pa
 from icepark.catalog.base import BaseCatalog
 from icepark.errors import CommitFailed
 from icepark.table.table import Table
-from tests.catalog.catalog_helpers import FakeAppend, SetProperty, make_catalog
+from tests.catalog.catalog_helpers import OPTIMISTIC, FakeAppend, SetProperty, make_catalog
 
 
 def _die(*args: object, **kwargs: object) -> NoReturn:
@@ -35,7 +38,7 @@ def _die(*args: object, **kwargs: object) -> NoReturn:
 
 def main(argv: list[str]) -> int:
     mode, kind, warehouse = argv[1:4]
-    catalog = make_catalog(kind, Path(warehouse))
+    catalog = make_catalog(kind, Path(warehouse), properties=OPTIMISTIC)
     table = catalog.load_table("db.t")
     if mode == "crash":
         if kind == "sql":  # the metadata file is written; the UPDATE never runs

@@ -97,6 +97,8 @@ TABLE: dict[int, tuple[str, ...]] = {
     3: ("catalog", "table", "namespace", "snapshot", "branch or tag", "property", "input file"),
     4: ("exists", "concurrent commit"),
     5: ("commit state unknown",),
+    6: ("catalog unavailable",),
+    7: ("corrupt file",),
 }
 """Each exit code and the cases its row names (in both tables, word for word)."""
 
@@ -131,6 +133,12 @@ def _ingest(run: Run, tmp_path: Path, name: str, content: bytes | str) -> \
     return run("ingest", "db.t", str(path))
 
 
+def _corrupt_a_data_file(run: Run, catalog: BaseCatalog) -> subprocess.CompletedProcess[str]:
+    task = next(iter(catalog.load_table("db.t").scan().plan_files()))
+    Path(task.data_file.file_path.removeprefix("file://")).write_bytes(b"PAR1 truncated")
+    return run("query", "db.t")
+
+
 CASES: dict[tuple[int, str], Case] = {
     (0, "success"): lambda run, _, __: run("tables", "db"),
     (1, "I/O errors"): lambda run, tmp, _: run("metadata", str(tmp)),  # a directory
@@ -153,6 +161,10 @@ CASES: dict[tuple[int, str], Case] = {
     (3, "property"): lambda run, _, __: run("properties", "get", "db.t", "nope"),
     (3, "input file"): lambda run, tmp, _: run("ingest", "db.t", str(tmp / "missing.csv")),
     (4, "exists"): lambda run, _, __: run("namespaces", "create", "db"),
+    (6, "catalog unavailable"): lambda run, _, __: run(
+        "--catalog", "down", "--uri", "postgresql+psycopg://postgres@127.0.0.1:1/postgres",
+        "tables", "db"),
+    (7, "corrupt file"): lambda run, _, catalog: _corrupt_a_data_file(run, catalog),
 }
 IN_PROCESS: dict[tuple[int, str], type[Exception]] = {
     (4, "concurrent commit"): CommitFailed,

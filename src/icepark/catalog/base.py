@@ -21,11 +21,11 @@ FileIO only; they are never copied into table properties, log records or error m
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -36,6 +36,7 @@ from icepark.catalog.identifier import (
     show,
     table_identifier,
 )
+from icepark.catalog.locks import acquire_timeout_s, lock_enabled
 from icepark.catalog.purge import is_under, purge_table
 from icepark.errors import AlreadyExists, NoSuchNamespace, NoSuchTable, ValidationError
 from icepark.io.arrow.schema_like import SchemaLike, to_schema
@@ -157,11 +158,11 @@ def _clause_text(value: object, what: str, value_kind: str, example: str) -> str
 
 
 def read_metadata(file_io: FileIO, location: str) -> TableMetadata:
-    """Read a metadata file (gzip-compressed ones too, as ``.gz.metadata.json`` files are)."""
-    data = file_io.new_input(location).read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return table_metadata_from_json(data)
+    """Read a metadata file (gzip-compressed ones too, as ``.gz.metadata.json`` files are):
+    :class:`~icepark.errors.FileNotFound` if it is missing, and errors naming ``location``
+    if it does not decode (:class:`~icepark.errors.CorruptFile`) or breaks the spec
+    (:class:`~icepark.errors.ValidationError`)."""
+    return table_metadata_from_json(file_io.new_input(location).read(), location)
 
 
 def write_metadata(file_io: FileIO, location: str, metadata: TableMetadata) -> None:
@@ -199,6 +200,7 @@ class BaseCatalog(ABC):
             raise ValidationError("A catalog needs a non-empty name")
         self._name = name
         self._properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        self._lock_timeout_s = acquire_timeout_s(self._properties)
         self.file_io: FileIO = file_io or ArrowFileIO(self._properties)
 
     @property
@@ -276,6 +278,18 @@ class BaseCatalog(ABC):
     @abstractmethod
     def _drop(self, identifier: Identifier, purge: bool) -> None:
         """Remove the table (and with ``purge`` its files inside its location)."""
+
+    def _commit_lock(self, identifier: Identifier,
+                     timeout_s: float) -> AbstractContextManager[bool]:
+        """The table's commit lock (:mod:`icepark.catalog.locks`); none by default."""
+        return nullcontext(False)
+
+    def commit_lock(self, identifier: IdentifierLike) -> AbstractContextManager[bool]:
+        """Hold the table's commit lock, unless the catalog property ``lock.enabled`` is
+        false (the :class:`TableCommitter` contract)."""
+        if not lock_enabled(self._properties):
+            return nullcontext(False)
+        return self._commit_lock(table_identifier(identifier), self._lock_timeout_s)
 
     # ------------------------------------------------------------------ tables (shared)
 

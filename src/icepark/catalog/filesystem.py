@@ -45,6 +45,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from urllib.parse import urlsplit
 
 from icepark.catalog.base import (
@@ -64,9 +65,11 @@ from icepark.catalog.identifier import (
     show,
     table_identifier,
 )
+from icepark.catalog.locks import flock
 from icepark.catalog.purge import normalize_location
 from icepark.errors import (
     AlreadyExists,
+    CatalogUnavailable,
     CommitFailed,
     CommitStateUnknown,
     FileNotFound,
@@ -124,6 +127,11 @@ class FilesystemCatalog(BaseCatalog):
                 f"The filesystem catalog needs a local warehouse, not {parts.scheme}://: object "
                 "stores cannot create a file exclusively; use the SQL catalog")
         self._root = os.path.abspath(parts.path if parts.scheme.lower() == "file" else raw)
+        if os.path.exists(self._root) and not (
+                os.path.isdir(self._root) and os.access(self._root, os.R_OK | os.X_OK)):
+            what = "not a directory" if not os.path.isdir(self._root) else "not readable"
+            raise CatalogUnavailable(f"Catalog {name!r} is unavailable: its warehouse "
+                                     f"{self._root} is {what}")
 
     # ------------------------------------------------------------------ layout
 
@@ -364,6 +372,11 @@ class FilesystemCatalog(BaseCatalog):
         except AlreadyExists:
             raise CommitFailed(f"Cannot commit {show(identifier)}: another writer published "
                                f"v{version} first") from None
+
+    def _commit_lock(self, identifier: Identifier,
+                     timeout_s: float) -> AbstractContextManager[bool]:
+        """An ``flock`` on the table's ``metadata`` directory (no lock file is left behind)."""
+        return flock(self._metadata_dir(identifier), timeout_s, create=False)
 
     def _drop(self, identifier: Identifier, purge: bool) -> None:
         """Delete the table directory (after the reachable files inside the table location,

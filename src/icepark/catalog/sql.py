@@ -33,9 +33,11 @@ proves nothing was changed, so it becomes a retryable :class:`CommitFailed`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -51,17 +53,28 @@ from icepark.catalog.identifier import (
     show,
     table_identifier,
 )
+from icepark.catalog.locks import flock, lock_key
 from icepark.catalog.metastore import MetastoreCatalog
-from icepark.errors import AlreadyExists, NoSuchNamespace, NoSuchTable, ValidationError
+from icepark.errors import (
+    AlreadyExists,
+    CatalogUnavailable,
+    NoSuchNamespace,
+    NoSuchTable,
+    ValidationError,
+)
 from icepark.io.fileio import FileIO
 from icepark.table.change.commit import Identifier
 from icepark.table.table import Table
+
+log = logging.getLogger(__name__)
 
 URI = "uri"
 EXISTS = "exists"
 """The namespace property every namespace row set carries (hidden from callers)."""
 TABLE_TYPE = "TABLE"
 _SQLITE_BUSY_MS = 30_000
+_LOCK_NOT_AVAILABLE = "55P03"
+"""PostgreSQL's SQLSTATE for a lock wait that ran past ``lock_timeout``."""
 
 
 def _define(metadata: sa.MetaData, with_type: bool) -> tuple[sa.Table, sa.Table]:
@@ -137,6 +150,7 @@ class SqlCatalog(MetastoreCatalog):
                  file_io: FileIO | None = None) -> None:
         super().__init__(name, properties, file_io)
         self._engine = _create_engine(database_uri(self._properties))
+        sa.event.listen(self._engine, "handle_error", self._unavailable)
         self._tables, self._props = _define(sa.MetaData(), with_type=True)
         self._has_type = self._create_tables()
         if not self._has_type:  # a catalog created before views: no iceberg_type column
@@ -149,6 +163,20 @@ class SqlCatalog(MetastoreCatalog):
     def close(self) -> None:
         """Release the database connections."""
         self._engine.dispose()
+
+    def _unavailable(self, context: sa.engine.ExceptionContext) -> None:
+        """Turn "cannot connect" and "connection lost" into :class:`CatalogUnavailable`
+        (SQLAlchemy's ``handle_error`` event; the URL is never shown: it may hold a
+        password). Other database errors, and failed pool pings, pass unchanged."""
+        if context.is_pre_ping or not (context.is_disconnect or context.connection is None):
+            return
+        original = context.original_exception
+        reason = (str(original).strip().splitlines() or [type(original).__name__])[0]
+        where = sqlite_file(self._engine.url.render_as_string())
+        target = f"its database {where}" if where else "its database"
+        raise CatalogUnavailable(
+            f"Catalog {self.name!r} is unavailable: cannot "
+            f"{'use' if context.is_disconnect else 'open'} {target} ({reason})")
 
     def _create_tables(self) -> bool:
         """Create the two tables if missing (racing processes may both try); return whether
@@ -341,6 +369,45 @@ class SqlCatalog(MetastoreCatalog):
         with self._engine.begin() as conn:
             return bool(conn.execute(sa.delete(self._tables).where(*conditions)).rowcount)
 
+    def _commit_lock(self, identifier: Identifier,
+                     timeout_s: float) -> AbstractContextManager[bool]:
+        """PostgreSQL: a transaction-level advisory lock keyed by the table (released by the
+        server when the holder's connection ends). SQLite: an ``flock`` on a lock file per table
+        in ``<database>-locks/`` beside the database (SQLite needs all its writers on one
+        machine anyway). Other databases: none."""
+        key = lock_key(self.name, *identifier)
+        if self._engine.dialect.name == "postgresql":
+            return self._advisory_lock(int.from_bytes(key[:8], "big", signed=True), timeout_s)
+        database = sqlite_file(self._engine.url.render_as_string())
+        if database is None:
+            return contextlib.nullcontext(False)
+        return flock(f"{database}-locks/{key.hex()[:32]}.lock", timeout_s)
+
+    @contextlib.contextmanager
+    def _advisory_lock(self, key: int, timeout_s: float) -> Iterator[bool]:
+        with self._engine.connect() as conn:
+            try:
+                if timeout_s > 0:
+                    conn.execute(sa.text("SELECT set_config('lock_timeout', :t, true)"),
+                                 {"t": f"{max(1, round(timeout_s * 1000))}ms"})
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+                    held = True
+                else:
+                    held = bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:k)"),
+                                             {"k": key}).scalar())
+            except OperationalError as e:
+                if getattr(e.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                    raise
+                held = False
+            if not held:
+                log.warning("The commit lock was not free within %.1f s: committing without "
+                            "it", timeout_s)
+                conn.rollback()
+            try:
+                yield held
+            finally:
+                conn.rollback()  # ends the transaction: releases the lock
+
     def _known_failure(self, error: Exception) -> bool:
         """SQLite's "database is locked"/"busy": the statement did not run (or its
         transaction was not committed), so nothing changed."""
@@ -362,7 +429,11 @@ def _create_engine(uri: str) -> sa.Engine:
             "hold credentials)") from None
     database = url.database
     if database and database != ":memory:" and not database.startswith("file:"):
-        os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+        except OSError as e:
+            raise CatalogUnavailable(f"Cannot open the SQLite catalog database {database}: "
+                                     f"cannot create its folder ({e.strerror})") from None
     engine = sa.create_engine(url, connect_args={"timeout": _SQLITE_BUSY_MS / 1000})
     sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine

@@ -24,8 +24,10 @@ from icepark.cli.render import Output
 from icepark.cli.table_commands import NoSuchProperty
 from icepark.errors import (
     AlreadyExists,
+    CatalogUnavailable,
     CommitFailed,
     CommitStateUnknown,
+    CorruptFile,
     IcebergError,
     NoSuchCatalog,
     NoSuchNamespace,
@@ -35,7 +37,8 @@ from icepark.errors import (
 )
 from icepark.spec.serde import table_metadata_from_json, table_metadata_to_dict
 
-EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNKNOWN = range(6)
+(EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNKNOWN,
+ EXIT_UNAVAILABLE, EXIT_CORRUPT) = range(8)
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -48,6 +51,8 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (AlreadyExists, EXIT_CONFLICT),
     (CommitFailed, EXIT_CONFLICT),
     (CommitStateUnknown, EXIT_UNKNOWN),
+    (CatalogUnavailable, EXIT_UNAVAILABLE),
+    (CorruptFile, EXIT_CORRUPT),
     (ValidationError, EXIT_INVALID),  # also malformed filters and data that does not fit
 )
 """The exit code of each error class (the first match wins); anything else exits 1."""
@@ -71,6 +76,10 @@ exit codes:
   3  not found (catalog, table, namespace, snapshot, branch or tag, property, input file)
   4  conflict (already exists, concurrent commit); retrying may succeed
   5  commit state unknown: check the table before retrying
+  6  catalog unavailable (its database cannot be reached or opened, its warehouse is not a
+     readable directory); retrying once it is back may succeed
+  7  corrupt file (a metadata, manifest, data or delete file that cannot be decoded; the
+     message names it)
 
 catalog: --catalog NAME (or $ICEPARK_CATALOG) reads [catalog.NAME] of $ICEPARK_CONFIG or
 ~/.icepark.toml and ICEPARK_CATALOG__NAME__KEY variables; --type/--uri/--warehouse/--property

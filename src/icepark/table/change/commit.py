@@ -9,6 +9,11 @@ A :class:`Change` recomputes its requirements and updates from whatever table ve
 given, so a retry re-runs the action (and its validation) on the refreshed table instead of
 re-sending stale updates. The catalog (:class:`TableCommitter`) checks the requirements,
 builds the new metadata and swaps the pointer atomically.
+
+Writers of one table take turns through the catalog's commit lock
+(:meth:`TableCommitter.commit_lock`, see :mod:`icepark.catalog.locks`): holding it, a writer
+refreshes, applies its change and swaps, so it meets a conflict only when a writer that does not
+take the lock (another engine) commits at the same moment. The retries below are for those.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,6 +54,12 @@ class TableCommitter(Protocol):
         pointer atomically. Raises :class:`CommitFailed` when a requirement fails or another
         writer won the swap (nothing was changed; retryable) and :class:`CommitStateUnknown`
         when the outcome cannot be known (nothing may be cleaned up)."""
+        ...
+
+    def commit_lock(self, identifier: Identifier) -> AbstractContextManager[bool]:
+        """Hold the table's commit lock for the ``with`` block, which gets whether it is held
+        (False: no lock here, or it was not free in time; the commit goes ahead
+        optimistically)."""
         ...
 
 
@@ -107,36 +119,39 @@ class RetryPolicy:
 
 def commit_with_retry(committer: TableCommitter, identifier: Identifier, base: CommitResult,
                       change: Change, policy: RetryPolicy | None = None) -> CommitResult:
-    """Apply ``change`` to ``base`` and commit, replaying it on the refreshed table after each
-    conflict.
+    """Apply ``change`` to the current table and commit, holding the table's commit lock, and
+    replay it on the refreshed table after each conflict.
 
-    On a known failure (validation or requirement errors, retries exhausted) the files every
-    attempt wrote are deleted; on :class:`CommitStateUnknown` nothing is deleted, since the
-    commit may have succeeded and the files may now be part of the table.
+    Holding the lock, the change is applied to the table's current version (reloaded, unless it
+    is still ``base``); without it, to ``base`` first. On a known failure (validation or
+    requirement errors, retries exhausted) the files every attempt wrote are deleted; on
+    :class:`CommitStateUnknown` nothing is deleted, since the commit may have succeeded and
+    the files may now be part of the table.
     """
     policy = policy or RetryPolicy.from_properties(base.metadata.properties)
+    try:
+        with committer.commit_lock(identifier) as locked:
+            current = committer.load_metadata(identifier) if locked else base
+            result = _attempt(committer, identifier, current, change, policy)
+    except CommitStateUnknown:
+        raise
+    except BaseException:
+        change.clean_up(committed=False)
+        raise
+    change.clean_up(committed=True)
+    return result
+
+
+def _attempt(committer: TableCommitter, identifier: Identifier, current: CommitResult,
+             change: Change, policy: RetryPolicy) -> CommitResult:
     waits = policy.waits_ms()
-    current = base
     while True:
         try:
             requirements, updates = change.changes(current.metadata)
-            result = committer.commit_table(identifier, requirements, updates)
-        except CommitStateUnknown:
-            raise
+            return committer.commit_table(identifier, requirements, updates)
         except CommitFailed:
             wait = next(waits, None)
             if wait is None:
-                change.clean_up(committed=False)
                 raise
             time.sleep(wait / 1000)
-            try:
-                current = committer.load_metadata(identifier)
-            except BaseException:
-                change.clean_up(committed=False)
-                raise
-            continue
-        except BaseException:
-            change.clean_up(committed=False)
-            raise
-        change.clean_up(committed=True)
-        return result
+            current = committer.load_metadata(identifier)
