@@ -105,3 +105,30 @@ def test_lock_properties_are_checked(warehouse: Path) -> None:
     off = make_catalog("sql", warehouse, properties={"lock.enabled": "false"})
     with off.commit_lock("db.t") as held:
         assert not held
+
+
+def test_a_real_conflict_still_fails_at_once(catalog: BaseCatalog, kind: str,
+                                             warehouse: Path) -> None:
+    """Holding the lock changes only who waits: an overwrite whose serializable validation
+    fails on the refreshed table (rows it would replace were appended since it read the table)
+    raises at once, with one attempt, and commits nothing."""
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    stale = catalog.load_table("db.t")
+    other = make_catalog(kind, warehouse).load_table("db.t")
+    other.append(pa.table({"id": pa.array([2], pa.int64()), "name": ["a"]}))
+    attempts = []
+    commit_table = catalog.commit_table
+
+    def counting(*args: object, **kwargs: object) -> object:
+        attempts.append(1)
+        return commit_table(*args, **kwargs)  # type: ignore[arg-type]
+
+    setattr(catalog, "commit_table", counting)  # noqa: B010 - counting this instance's calls
+    with pytest.raises(ValidationError, match="conflicting"):
+        stale.overwrite(pa.table({"id": pa.array([3], pa.int64()), "name": ["a"]}),
+                        "name = 'a'")
+    assert attempts == []  # validation failed before any swap was tried
+    rows = catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()
+    assert sorted(rows) == [1, 2]
