@@ -56,18 +56,21 @@ Writing follows the *Writer requirements*: a *required* field "must be written",
 
 from __future__ import annotations
 
+import gzip
 import json
 import uuid
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
 from icepark.spec.metadata import (
     MAX_FORMAT_VERSION,
     SUPPORTED_FORMAT_VERSIONS,
     FormatVersion,
     TableMetadata,
 )
+from icepark.spec.metadata_rules import check_metadata
 from icepark.spec.partitioning import PARTITION_FIELD_ID_START, PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.serde._json import (
@@ -114,21 +117,45 @@ _NO_SNAPSHOT = -1
 # ------------------------------------------------------------------------------------ reading
 
 
-def table_metadata_from_json(data: str | bytes | bytearray | Mapping[str, Any]) -> TableMetadata:
-    """Decode a metadata file (its text, its UTF-8 bytes, or the decoded JSON object).
+def table_metadata_from_json(data: str | bytes | bytearray | Mapping[str, Any],
+                             location: str | None = None) -> TableMetadata:
+    """Decode a metadata file (its text, its bytes, gzip-compressed or not, or the decoded
+    JSON object) and check the rules of :mod:`icepark.spec.metadata_rules`.
+
+    Bytes that do not decode (gzip, UTF-8, JSON) raise :class:`CorruptFile`; a JSON value
+    that breaks the spec :class:`ValidationError` (or :class:`UnsupportedFeature`); both name
+    the file when ``location`` is given. Nothing else escapes, whatever the input.
 
     >>> table_metadata_from_json('{"format-version": 4}')
     Traceback (most recent call last):
     ...
     icepark.errors.ValidationError: Unsupported format version 4: icepark supports format \
 versions 1 to 3
-    >>> table_metadata_from_json("{")
+    >>> table_metadata_from_json("{", "/wh/t/metadata/v3.metadata.json")
     Traceback (most recent call last):
     ...
-    icepark.errors.ValidationError: Table metadata is not valid JSON: Expecting property name \
-enclosed in double quotes: line 1 column 2 (char 1)
+    icepark.errors.CorruptFile: Table metadata file /wh/t/metadata/v3.metadata.json is not \
+valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)
     """
-    obj = _load(data)
+    what = _WHAT if location is None else f"{_WHAT} file {location}"
+    try:
+        md = _decode(_load(data, what))
+        check_metadata(md, what)
+    except RecursionError:
+        raise CorruptFile(f"{what} is nested too deeply to be table metadata") from None
+    except (ValidationError, UnsupportedFeature) as e:
+        if location is None or location in e.problem or type(e) not in _RENAMED:
+            raise
+        problem = (what + e.problem[len(_WHAT):] if e.problem.startswith(_WHAT)
+                   else f"{what}: {e.problem}")
+        raise type(e)(problem, remedy=e.remedy) from e
+    return md
+
+
+_RENAMED = (ValidationError, UnsupportedFeature)
+
+
+def _decode(obj: JsonObject) -> TableMetadata:
     version = _format_version(obj)
     if obj.get("encryption-keys"):  # an empty list holds nothing to lose
         raise UnsupportedFeature(
@@ -187,18 +214,30 @@ enclosed in double quotes: line 1 column 2 (char 1)
     )
 
 
-def _load(data: str | bytes | bytearray | Mapping[str, Any]) -> JsonObject:
+def _load(data: str | bytes | bytearray | Mapping[str, Any], what: str) -> JsonObject:
+    """The JSON object of a metadata file; gzip-compressed files (``.gz.metadata.json``) are
+    recognized by their magic bytes."""
     if isinstance(data, Mapping):
         return data
     if not isinstance(data, str | bytes | bytearray):
-        raise ValidationError(f"{_WHAT} must be JSON text or an object, not {type(data).__name__}")
+        raise ValidationError(f"{what} must be JSON text or an object, not {type(data).__name__}")
+    if isinstance(data, bytes | bytearray) and data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise CorruptFile(f"{what} is not a valid gzip file: {e}") from None
     try:
         obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValidationError(f"{_WHAT} is not valid JSON: {e}") from e
+    except UnicodeDecodeError as e:
+        raise CorruptFile(f"{what} is not UTF-8 text: {e}") from None
+    except ValueError as e:  # JSONDecodeError, or a number too long to convert
+        raise CorruptFile(f"{what} is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
-        raise ValidationError(f"{_WHAT} must be a JSON object, not {show(obj)}")
+        raise ValidationError(f"{what} must be a JSON object, not {show(obj)}")
     return obj
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _format_version(obj: JsonObject) -> FormatVersion:
