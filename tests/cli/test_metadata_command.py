@@ -43,7 +43,12 @@ def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
     result = icepark("metadata", str(bad))
     assert result.returncode == 2  # invalid input
     assert result.stderr.strip().splitlines() == [
-        "icepark: error: Unsupported format version 9: icepark supports format versions 1 to 3"]
+        f"icepark: error: Table metadata file {bad}: Unsupported format version 9: icepark "
+        "supports format versions 1 to 3"]
+    bad.write_text('{"format-version": ', encoding="utf-8")
+    result = icepark("metadata", str(bad))
+    assert result.returncode == 7  # corrupt file
+    assert result.stderr.strip().startswith(f"icepark: error: Table metadata file {bad} is not")
     missing = icepark("metadata", str(tmp_path / "nope.json"))
     assert missing.returncode == 3 and "No such file" in missing.stderr  # not found
     assert icepark("frobnicate").returncode == 2

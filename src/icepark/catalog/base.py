@@ -43,6 +43,7 @@ from icepark.io.arrow.schema_like import SchemaLike, to_schema
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.spec import clauses
 from icepark.spec.metadata import FormatVersion, TableMetadata
+from icepark.spec.metadata_rules import check_last_column_id
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.serde import table_metadata_from_json, table_metadata_to_json
@@ -161,8 +162,11 @@ def read_metadata(file_io: FileIO, location: str) -> TableMetadata:
     """Read a metadata file (gzip-compressed ones too, as ``.gz.metadata.json`` files are):
     :class:`~icepark.errors.FileNotFound` if it is missing, and errors naming ``location``
     if it does not decode (:class:`~icepark.errors.CorruptFile`) or breaks the spec
-    (:class:`~icepark.errors.ValidationError`)."""
-    return table_metadata_from_json(file_io.new_input(location).read(), location)
+    (:class:`~icepark.errors.ValidationError`, also for a ``last-column-id`` below a field
+    ID: :func:`~icepark.spec.metadata_rules.check_last_column_id`)."""
+    metadata = table_metadata_from_json(file_io.new_input(location).read(), location)
+    check_last_column_id(metadata, f"Table metadata file {location}")
+    return metadata
 
 
 def write_metadata(file_io: FileIO, location: str, metadata: TableMetadata) -> None:

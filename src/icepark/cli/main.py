@@ -236,7 +236,7 @@ def _quickstart(args: argparse.Namespace, out: Output) -> int:
 
 
 def _metadata(args: argparse.Namespace, out: Output) -> int:
-    md = table_metadata_from_json(args.path.read_bytes())
+    md = table_metadata_from_json(args.path.read_bytes(), str(args.path))
 
     def text() -> str:
         current = md.current_snapshot()

@@ -38,9 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-import pyarrow.parquet as pq
-
 from icepark.errors import CorruptFile
+from icepark.io.arrow.parquet_file import read_footer
 from icepark.io.fileio import ArrowFileIO, FileInfo, FileIO
 from icepark.io.parquet.metrics import MetricsConfig, compute_metrics, read_float_stats
 from icepark.spark.writer.partition_dirs import parse_partition
@@ -94,8 +93,9 @@ class _FooterReader:
         *directories, _ = info.location[len(self.job_dir) + 1:].split("/")
         partition = parse_partition(directories, self.types)
         with self.io.new_input(info.location).open() as f:
-            footer = pq.read_metadata(f)
-            floats = read_float_stats(f, self.schema, footer) if footer.num_rows else None
+            footer = read_footer(f, info.location)
+            floats = (read_float_stats(f, self.schema, footer, location=info.location)
+                      if footer.num_rows else None)
         if footer.num_rows == 0:
             self.io.delete(info.location)
             return None
