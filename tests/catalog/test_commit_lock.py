@@ -132,3 +132,16 @@ def test_a_real_conflict_still_fails_at_once(catalog: BaseCatalog, kind: str,
     assert attempts == []  # validation failed before any swap was tried
     rows = catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()
     assert sorted(rows) == [1, 2]
+
+
+def test_a_commit_nested_in_a_commit_of_the_same_table_does_not_wait(
+        catalog: BaseCatalog) -> None:
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA)
+    with catalog.commit_lock("db.t") as outer:
+        begun = time.monotonic()
+        with catalog.commit_lock(("db", "t")) as inner:
+            assert outer and inner
+        catalog.load_table("db.t").append(
+            pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+        assert time.monotonic() - begun < 30

@@ -36,7 +36,7 @@ from icepark.catalog.identifier import (
     show,
     table_identifier,
 )
-from icepark.catalog.locks import acquire_timeout_s, lock_enabled
+from icepark.catalog.locks import acquire_timeout_s, lock_enabled, once_per_thread
 from icepark.catalog.purge import is_under, purge_table
 from icepark.errors import AlreadyExists, NoSuchNamespace, NoSuchTable, ValidationError
 from icepark.io.arrow.schema_like import SchemaLike, to_schema
@@ -293,7 +293,9 @@ class BaseCatalog(ABC):
         false (the :class:`TableCommitter` contract)."""
         if not lock_enabled(self._properties):
             return nullcontext(False)
-        return self._commit_lock(table_identifier(identifier), self._lock_timeout_s)
+        ident = table_identifier(identifier)
+        return once_per_thread((type(self).__name__, self.name, ident),
+                               lambda: self._commit_lock(ident, self._lock_timeout_s))
 
     # ------------------------------------------------------------------ tables (shared)
 

@@ -31,8 +31,10 @@ import hashlib
 import logging
 import os
 import random
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import AbstractContextManager
 
 from icepark.errors import ValidationError
 
@@ -122,6 +124,38 @@ def flock(path: str, timeout_s: float, *, create: bool = True) -> Iterator[bool]
                 fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+_HELD = threading.local()
+
+
+@contextlib.contextmanager
+def once_per_thread(key: Hashable,
+                    take: Callable[[], AbstractContextManager[bool]]) -> Iterator[bool]:
+    """The lock ``take()`` holds, taken only if this thread does not hold ``key`` already: a
+    commit nested in another commit of the same table waits for nobody (it would otherwise
+    wait for itself).
+
+    >>> import contextlib
+    >>> def take():
+    ...     print("taken")
+    ...     return contextlib.nullcontext(True)
+    >>> with once_per_thread("t", take) as outer, once_per_thread("t", take) as inner:
+    ...     outer, inner
+    taken
+    (True, True)
+    """
+    held: set[Hashable] = _HELD.__dict__.setdefault("keys", set())
+    if key in held:
+        yield True
+        return
+    with take() as got:
+        if got:
+            held.add(key)
+        try:
+            yield got
+        finally:
+            held.discard(key)
 
 
 def _acquire(fd: int, path: str, timeout_s: float) -> bool:
