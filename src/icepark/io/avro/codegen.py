@@ -136,6 +136,18 @@ class Emitter:
             return total or None
         return None
 
+    def never_empty(self, t: Any, depth: int = 0) -> bool:
+        """Whether every value of ``t`` takes at least one byte."""
+        t = self.resolve(t)
+        if isinstance(t, str):
+            return t != "null"
+        if isinstance(t, dict) and t.get("type") in ("record", "error"):
+            return depth < _MAX_DEPTH and any(self.never_empty(f["type"], depth + 1)
+                                              for f in t["fields"])
+        if isinstance(t, dict) and t.get("type") == "fixed":
+            return int(t["size"]) > 0
+        return True  # a union's branch index, an enum's, an array's count
+
     def _varint_then_bytes(self, item: Any) -> bool:
         t = self.resolve(item)
         if not isinstance(t, dict) or t.get("type") not in ("record", "error") or \
@@ -296,6 +308,9 @@ class Emitter:
             self.emit(body + 1, "p += n")
             self.read_long(body + 1, count)
             self.emit(body + 1, "continue")
+        if kind == "map" or self.never_empty(item):  # a count the bytes left cannot hold
+            self.emit(body, f"if {count} > end - p: raise _bad(f'{{{count}}} items cannot "
+                            "fit in the block')")
         if run is not None:
             self.emit(body, f"k = {count} * {run}" if run != 1 else f"k = {count}")
             self.emit(body, "r = _runs.get(k)")

@@ -31,6 +31,7 @@ Iceberg value).
 from __future__ import annotations
 
 import bz2
+import functools
 import io
 import json
 import lzma
@@ -212,12 +213,14 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     Blocks are checked (sync marker, length) and decompressed here, so fastavro only decodes;
     errors while iterating ``records`` are raised as ``CorruptFile`` too.
     """
-    raw, schema, decompress, sync = _open_header(stream, location)
+    raw, schema, decompress, sync, smallest = _open_header(stream, location)
     metadata = {k: v.decode(errors="replace") for k, v in raw.items()}
-    patched = {**raw, "avro.schema": json.dumps(_strip_logical_types(schema)).encode(),
+    # fastavro gets only what it decodes: it would decode every value as UTF-8, where the
+    # spec's metadata values are bytes
+    patched = {"avro.schema": json.dumps(_strip_logical_types(schema)).encode(),
                "avro.codec": b"null"}
     header = MAGIC + _map_of_bytes(patched) + sync
-    chunks = _blocks(stream, header, sync, decompress, location)
+    chunks = _blocks(stream, header, (sync, smallest), decompress, location)
     buffered = io.BufferedReader(_ChunkStream(chunks, stream), buffer_size=1 << 16)
     try:
         reader = fastavro.reader(buffered)
@@ -227,22 +230,103 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     return AvroReader(schema, user, _records(reader, location))
 
 
-def _open_header(stream: Any, location: str
-                 ) -> tuple[dict[str, bytes], Any, Callable[[bytes], bytes] | None, bytes]:
+def _open_header(stream: Any, location: str) -> tuple[
+        dict[str, bytes], Any, Callable[[bytes], bytes] | None, bytes, int]:
     """The header's metadata map (without the sync marker), its writer schema, the codec's
-    decompressor and the sync marker; ``CorruptFile`` if ``stream`` holds no container file."""
+    decompressor, the sync marker and the smallest size of a record (see
+    :func:`smallest_record`); ``CorruptFile`` if ``stream`` holds no container file."""
     try:
         raw = _read_header(stream)
         schema = json.loads(raw["avro.schema"])
         codec = raw.get("avro.codec", b"null").decode()
-    except (EOFError, KeyError, ValueError, UnicodeDecodeError) as e:
+        smallest = smallest_record(raw["avro.schema"])
+    except (EOFError, KeyError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
-    decompress = _decompressor(codec or "null")
+    decompress = _decompressor(codec or "null", location)
     sync = raw.pop("avro.sync")
-    return raw, schema, decompress, sync
+    return raw, schema, decompress, sync, smallest
 
 
-def _decompressor(codec: str) -> Callable[[bytes], bytes] | None:
+@functools.lru_cache(maxsize=64)
+def smallest_record(schema_json: bytes) -> int:
+    """The fewest bytes a value of the schema takes, at least 1: a block of ``n`` records
+    holds at least ``n`` bytes, so a huge count in a small block is found before it is
+    looped over. ``ValueError`` for a schema that is not valid Avro, or whose values (or the
+    items of an array or map in it) can take no bytes at all (Iceberg writes no such schema:
+    every record has a field, and Iceberg has no null type). Cached by the schema's text: the
+    files of a table share a few."""
+    named: dict[str, int] = {}
+    smallest = _smallest(json.loads(schema_json), named, None, 0)
+    if smallest < 1:
+        raise ValueError("its records can be empty")
+    return smallest
+
+
+_SIZES = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1,
+          "string": 1}
+_MAX_DEPTH = 64
+
+
+def _smallest(t: Any, named: dict[str, int], namespace: str | None, depth: int) -> int:
+    """Avro spec, *Binary Encoding*: the size of the shortest encoding of a ``t`` value."""
+    if depth > _MAX_DEPTH:
+        raise ValueError("the schema nests too deeply")
+    if isinstance(t, str):
+        if t in _SIZES:
+            return _SIZES[t]
+        found = named.get(t, named.get(f"{namespace}.{t}"))
+        if found is None:
+            raise ValueError(f"unknown type {t!r:.40}")
+        return int(found)
+    if isinstance(t, list):
+        for branch in t:
+            _smallest(branch, named, namespace, depth + 1)
+        if not t:
+            raise ValueError("an empty union")
+        return 1  # the branch index
+    if not isinstance(t, dict):
+        raise ValueError(f"invalid type {t!r:.40}")
+    kind = t.get("type")
+    name = full = ""
+    if kind in ("record", "error", "enum", "fixed"):
+        name = t.get("name")  # type: ignore[assignment]  # checked next
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {kind} without a name")
+        ns = t.get("namespace", namespace)
+        full = name if "." in name or not isinstance(ns, str) or not ns else f"{ns}.{name}"
+        named[full] = named[name.rsplit(".", 1)[-1]] = 0  # refers to itself: no bytes known
+        namespace = full.rsplit(".", 1)[0] if "." in full else None
+    size: int
+    match kind:
+        case "record" | "error":
+            fields = t.get("fields")
+            if not isinstance(fields, list) or not all(
+                    isinstance(f, dict) and isinstance(f.get("name"), str) for f in fields):
+                raise ValueError(f"record {t.get('name')!r:.40} has invalid fields")
+            size = sum(_smallest(f.get("type"), named, namespace, depth + 1) for f in fields)
+        case "enum":
+            symbols = t.get("symbols")
+            if not isinstance(symbols, list) or not symbols:
+                raise ValueError(f"enum {t.get('name')!r:.40} has no symbols")
+            size = 1
+        case "fixed":
+            given = t.get("size")
+            if not isinstance(given, int) or isinstance(given, bool) or given < 0:
+                raise ValueError(f"fixed {name!r:.40} has an invalid size")
+            size = given
+        case "array" | "map":
+            items = t.get("items" if kind == "array" else "values")
+            if _smallest(items, named, namespace, depth + 1) + (kind == "map") < 1:
+                raise ValueError(f"{kind} items can be empty")
+            return 1  # the count ending the array
+        case _:
+            return _smallest(kind, named, namespace, depth + 1)
+    if kind in ("record", "error", "enum", "fixed"):
+        named[full] = named[name.rsplit(".", 1)[-1]] = size
+    return size
+
+
+def _decompressor(codec: str, location: str) -> Callable[[bytes], bytes] | None:
     """Avro spec, *Required Codecs* and *Optional Codecs*."""
     match codec:
         case "null":
@@ -258,28 +342,34 @@ def _decompressor(codec: str) -> Callable[[bytes], bytes] | None:
                 import zstandard  # noqa: PLC0415 - optional dependency, only for this codec
             except ImportError:
                 raise UnsupportedFeature(
-                    "Reading zstandard Avro files needs the 'zstandard' package") from None
+                    f"Reading {location} needs the 'zstandard' package: it is compressed with "
+                    "zstandard") from None
             return lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)
         case _:
-            raise UnsupportedFeature(f"Unsupported Avro codec {codec!r}")
+            raise UnsupportedFeature(f"{location} uses the Avro codec {codec!r:.40}, which is "
+                                     "not supported: use null, deflate, bzip2, xz or zstandard")
 
 
-def _blocks(stream: Any, header: bytes, sync: bytes,
+def _blocks(stream: Any, header: bytes, sync: tuple[bytes, int],
             decompress: Callable[[bytes], bytes] | None, location: str) -> Iterator[bytes]:
     """The file with every block checked and decompressed, as fastavro reads it."""
     yield header
     for count, data in raw_blocks(stream, sync, decompress, location):
         yield zigzag_varint(count) + zigzag_varint(len(data))
         yield data
-        yield sync
+        yield sync[0]
 
 
-def raw_blocks(stream: Any, sync: bytes, decompress: Callable[[bytes], bytes] | None,
+def raw_blocks(stream: Any, sync: tuple[bytes, int],
+               decompress: Callable[[bytes], bytes] | None,
                location: str) -> Iterator[tuple[int, bytes]]:
     """The (record count, decompressed data) of each block after the header: "A file data
     block consists of: A long indicating the count of objects in this block. A long indicating
     the size in bytes of the serialized objects in the current block, after any codec is
-    applied. The serialized objects. The file's 16-byte sync marker." """
+    applied. The serialized objects. The file's 16-byte sync marker." ``sync`` is the marker
+    and the smallest size of a record: a block with more records than that allows is
+    corrupt."""
+    marker, smallest = sync
     while first := stream.read(1):
         try:
             count = _read_long(stream, bytes(first)[0])
@@ -287,10 +377,12 @@ def raw_blocks(stream: Any, sync: bytes, decompress: Callable[[bytes], bytes] | 
             if count < 0 or size < 0:
                 raise ValueError(f"negative block count {count} or size {size}")
             data = _read_exact(stream, size)
-            if _read_exact(stream, 16) != sync:
+            if _read_exact(stream, 16) != marker:
                 raise ValueError("sync marker mismatch")
             if decompress is not None:
                 data = decompress(data)
+            if count * smallest > len(data):
+                raise ValueError(f"{count} records cannot fit in {len(data)} bytes")
         except Exception as e:  # a short read, a bad varint, a codec error
             raise CorruptFile(f"{location} is corrupt or truncated: {type(e).__name__}: {e}"
                               ) from None
@@ -310,9 +402,9 @@ class AvroBlocks:
 def open_blocks(stream: Any, location: str) -> AvroBlocks:
     """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
     its blocks are checked and decompressed as they are iterated."""
-    raw, schema, decompress, sync = _open_header(stream, location)
+    raw, schema, decompress, sync, smallest = _open_header(stream, location)
     user = {k: v.decode(errors="replace") for k, v in raw.items() if not k.startswith("avro.")}
-    return AvroBlocks(schema, user, raw_blocks(stream, sync, decompress, location))
+    return AvroBlocks(schema, user, raw_blocks(stream, (sync, smallest), decompress, location))
 
 
 class _ChunkStream(io.RawIOBase):
@@ -369,9 +461,15 @@ def _strip_logical_types(schema: Any) -> Any:
 
 
 def _read_exact(stream: Any, n: int) -> bytes:
+    """``n`` bytes; a length that is negative or longer than the rest of the file is found
+    before reading (never allocated)."""
+    if n < 0:
+        raise ValueError(f"negative length {n}")
+    if n > 1 and hasattr(stream, "size") and n > stream.size() - stream.tell():
+        raise EOFError(f"a length of {n} bytes runs past the end of the file")
     data = bytes(stream.read(n))
     if len(data) != n:
-        raise EOFError("unexpected end of file in the header")
+        raise EOFError(f"a length of {n} bytes runs past the end of the file")
     return data
 
 

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from icepark.errors import CorruptFile
+from icepark.errors import CorruptFile, ValidationError
 from icepark.io.manifest.codec import METRIC_MAPS
 from icepark.spec.bounds import from_bytes
 from icepark.spec.manifest import (
@@ -31,9 +31,20 @@ from icepark.spec.types import UUID, PrimitiveType
 
 def field_names(record: Any, location: str) -> dict[int, str]:
     """Field ID -> Avro field name of a record schema (fields without an ID are skipped)."""
-    if not isinstance(record, dict) or record.get("type") != "record":
+    if not isinstance(record, dict) or record.get("type") != "record" or not isinstance(
+            record.get("fields"), list):
         raise CorruptFile(f"{location}: expected an Avro record, got {record!r:.80}")
-    return {f["field-id"]: f["name"] for f in record["fields"] if "field-id" in f}
+    out = {}
+    for f in record["fields"]:
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            raise CorruptFile(f"{location}: invalid field {f!r:.80}")
+        fid = f.get("field-id")
+        if fid is not None:
+            if not isinstance(fid, int) or isinstance(fid, bool):
+                raise CorruptFile(f"{location}: field {f['name']!r:.40} has an invalid "
+                                  f"field-id {fid!r:.40}")
+            out[fid] = f["name"]
+    return out
 
 
 def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -52,10 +63,17 @@ def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Formats(dict[str, FileFormat]):
-    """File format strings parsed once each."""
+    """File format strings parsed once each (an unknown one makes the file corrupt)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__()
+        self._location = location
 
     def __missing__(self, text: str) -> FileFormat:
-        found = self[text] = FileFormat.parse(text)
+        try:
+            found = self[text] = FileFormat.parse(text)
+        except ValidationError as e:
+            raise CorruptFile(f"Manifest {self._location} has an invalid entry: {e}") from None
         return found
 
 
@@ -92,7 +110,7 @@ class EntryDecoder:
         self._partition_record_names = [f["name"] for f in partition_record["fields"]]
         self._partition = self._partition_fields(partition_record, spec)
         self._top = top
-        self._formats: dict[str, FileFormat] = _Formats()
+        self._formats: dict[str, FileFormat] = _Formats(location)
 
     def _resolve(self, t: Any) -> Any:
         if isinstance(t, list):

@@ -371,6 +371,8 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
                                         checked=filters[1] is not None, files_only=files_only)
         except UnsupportedFeature:
             compiled = None
+        except _INVALID as e:
+            raise _invalid_schema(location, e) from e
     except BaseException:
         stream.close()
         raise
@@ -385,6 +387,14 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
 
 
 _GENERIC_BATCH = 1000
+_INVALID = (KeyError, ValueError, TypeError, AttributeError, IndexError, StopIteration,
+            OverflowError)
+"""What a file that is not a valid manifest can make the decoders raise past their checks: a
+schema of the wrong shape, a value of the wrong type."""
+
+
+def _invalid_schema(location: str, e: Exception) -> CorruptFile:
+    return CorruptFile(f"Manifest {location} has an invalid schema: {type(e).__name__}: {e}")
 
 
 def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
@@ -399,7 +409,7 @@ def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
             yield from rows
         except IcebergError:  # from a filter, or already naming the file
             raise
-        except (KeyError, ValueError, TypeError, AttributeError) as e:
+        except _INVALID as e:
             raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
                               f"{type(e).__name__}: {e}") from None
     finally:
@@ -416,7 +426,10 @@ def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
     stream = file_io.new_input(location).open()
     try:
         reader = open_reader(stream, location)
-        decoder = EntryDecoder(reader.schema, spec, manifest.partition_spec_id, location)
+        try:
+            decoder = EntryDecoder(reader.schema, spec, manifest.partition_spec_id, location)
+        except _INVALID as e:
+            raise _invalid_schema(location, e) from e
     except BaseException:
         stream.close()
         raise
@@ -426,7 +439,7 @@ def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
         for record in reader.records:
             try:
                 entry = inherit(decoder.decode(record), manifest)
-            except (KeyError, ValueError, TypeError, AttributeError) as e:
+            except _INVALID as e:
                 raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
                                   f"{type(e).__name__}: {e}") from None
             read += 1

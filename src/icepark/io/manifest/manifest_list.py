@@ -153,7 +153,11 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
     with file_io.new_input(location).open() as stream:
         reader = open_reader(stream, location)
         ids = field_names(reader.schema, location)
-        summary_names = _summary_names(reader.schema, ids, location)
+        try:
+            summary_names = _summary_names(reader.schema, ids, location)
+        except (KeyError, TypeError, AttributeError, StopIteration) as e:
+            raise CorruptFile(f"Manifest list {location} has an invalid partitions field: "
+                              f"{type(e).__name__}: {e}") from None
         missing = {500, 501, 502} - set(ids)
         if missing:
             raise CorruptFile(f"{location}: not a manifest list (no field {sorted(missing)})")
@@ -162,7 +166,7 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
         for record in reader.records:
             try:
                 out.append(_manifest_file(record, ids, summary_names, fallback_snapshot))
-            except (KeyError, ValueError, TypeError) as e:
+            except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
                 raise CorruptFile(f"Manifest list {location} has an invalid entry: "
                                   f"{type(e).__name__}: {e}") from None
         return out
