@@ -17,6 +17,11 @@ Grammar (keywords in any case; ``NOT`` binds tighter than ``AND``, which binds t
     column    := name ("." name)*         name: identifier, `back quoted` or "double quoted"
     literal   := string | ["-" | "+"] number | "TRUE" | "FALSE" | X'hex'
 
+Parentheses and ``NOT`` nest at most :data:`MAX_NESTING` deep, and the expression parsed is at
+most :data:`MAX_DEPTH` ``AND``/``OR``/``NOT`` levels deep (a longer run of ``OR`` is better
+written with ``IN``); deeper input raises ``ValidationError``, as every other malformed filter
+does.
+
 Strings are single-quoted with ``''`` for a quote. Numbers keep their text: an integer is an
 ``int`` and anything with a point or exponent a ``Decimal``, so ``10.65`` binds to a decimal
 column exactly. ``LIKE 'abc%'`` is ``starts_with`` (``\\%``, ``\\_`` and ``\\\\`` escape), a
@@ -36,8 +41,9 @@ Cannot parse filter 'a = 1 AND OR b = 2': expected a column name at position 10,
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from icepark.errors import ValidationError
@@ -45,13 +51,22 @@ from icepark.expressions.expr import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
     KEYWORDS,
+    And,
     Expr,
+    Not,
     Op,
+    Or,
     Predicate,
     and_,
     not_,
     or_,
 )
+
+MAX_NESTING = 100
+"""How deep parentheses and ``NOT`` may nest (the parser recurses four frames a level)."""
+MAX_DEPTH = 300
+"""How many ``AND``/``OR``/``NOT`` levels an expression may have: expressions are walked
+recursively, and Python's stack holds about a thousand frames."""
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -101,7 +116,7 @@ def _tokenize(text: str) -> list[_Token]:
         kind, raw = m.lastgroup or "", m.group()
         match kind:
             case "number":
-                value: Any = Decimal(raw) if set(raw) & set(".eE") else int(raw)
+                value: Any = _number(text, raw, position)
             case "string":
                 value = raw[1:-1].replace("''", "'")
             case "hex":
@@ -120,11 +135,48 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+def _number(text: str, raw: str, position: int) -> int | Decimal:
+    """An integer, or a ``Decimal`` if it has a point or an exponent."""
+    try:
+        if set(raw) & set(".eE"):
+            value = Decimal(raw)
+            if not value.is_finite():
+                raise InvalidOperation
+            return value
+        return int(raw)
+    except (ValueError, InvalidOperation):  # too many digits, too large an exponent
+        limit = sys.get_int_max_str_digits()
+        raise ValidationError(f"Cannot parse filter {_shown(text)}: the number at position "
+                              f"{position} is too large (at most {limit} digits, and an "
+                              "exponent within a Decimal's range)") from None
+
+
+def _shown(text: str) -> str:
+    """The filter quoted, cut short when long."""
+    return repr(text) if len(text) <= 200 else f"{text[:200]!r}..."
+
+
+def _depth(expr: Expr) -> int:
+    """How many ``AND``/``OR``/``NOT`` levels ``expr`` has (walked without recursion)."""
+    deepest = 0
+    stack = [(expr, 0)]
+    while stack:
+        e, depth = stack.pop()
+        deepest = max(deepest, depth)
+        match e:
+            case And(left, right) | Or(left, right):
+                stack += [(left, depth + 1), (right, depth + 1)]
+            case Not(child):
+                stack.append((child, depth + 1))
+    return deepest
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self._text = text
         self._tokens = _tokenize(text)
         self._index = 0
+        self._nesting = 0
 
     def _peek(self) -> _Token:
         return self._tokens[self._index]
@@ -162,6 +214,10 @@ class _Parser:
         expr = self._or()
         if self._peek().kind != "end":
             raise self._error("AND, OR or the end of the filter")
+        if _depth(expr) > MAX_DEPTH:
+            raise ValidationError(
+                f"Cannot parse filter {_shown(self._text)}: it nests more than {MAX_DEPTH} "
+                "AND/OR/NOT deep; write a long run of OR on one column with IN (...)")
         return expr
 
     def _or(self) -> Expr:
@@ -177,12 +233,28 @@ class _Parser:
         return expr
 
     def _not(self) -> Expr:
+        token = self._peek()
+        if token.kind in ("ident", "punct") and token.text.upper() in ("NOT", "("):
+            self._nesting += 1
+            if self._nesting > MAX_NESTING:
+                raise ValidationError(
+                    f"Cannot parse filter {_shown(self._text)}: parentheses and NOT nest more "
+                    f"than {MAX_NESTING} deep at position {token.position}")
+            try:
+                return self._nested()
+            finally:
+                self._nesting -= 1
+        return self._leaf()
+
+    def _nested(self) -> Expr:
         if self._keyword("NOT"):
             return not_(self._not())
-        if self._punct("("):
-            expr = self._or()
-            self._expect(")", "')'")
-            return expr
+        self._expect("(", "'('")
+        expr = self._or()
+        self._expect(")", "')'")
+        return expr
+
+    def _leaf(self) -> Expr:
         match self._keyword("TRUE", "FALSE"):
             case "TRUE":
                 return ALWAYS_TRUE
