@@ -63,17 +63,15 @@ def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Formats(dict[str, FileFormat]):
-    """File format strings parsed once each (an unknown one makes the file corrupt)."""
-
-    def __init__(self, location: str) -> None:
-        super().__init__()
-        self._location = location
+    """File format strings parsed once each. An unknown one is a ``ValueError`` (not a
+    ``ValidationError``), which the readers raise as ``CorruptFile`` naming the file being
+    read: a compiled reader, and this converter in it, is shared by the files of a layout."""
 
     def __missing__(self, text: str) -> FileFormat:
         try:
             found = self[text] = FileFormat.parse(text)
         except ValidationError as e:
-            raise CorruptFile(f"Manifest {self._location} has an invalid entry: {e}") from None
+            raise ValueError(str(e)) from None
         return found
 
 
@@ -110,7 +108,7 @@ class EntryDecoder:
         self._partition_record_names = [f["name"] for f in partition_record["fields"]]
         self._partition = self._partition_fields(partition_record, spec)
         self._top = top
-        self._formats: dict[str, FileFormat] = _Formats(location)
+        self._formats: dict[str, FileFormat] = _Formats()
 
     def _resolve(self, t: Any) -> Any:
         if isinstance(t, list):
