@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from icepark.catalog import load_catalog
+from icepark.catalog.base import BaseCatalog
 from icepark.errors import CommitFailed
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import ancestors_of
@@ -133,21 +134,27 @@ def _finish(child: subprocess.Popen[str]) -> dict[str, Any]:
     return report
 
 
+def count_attempts(catalog: BaseCatalog) -> list[int]:
+    """Count the catalog's ``commit_table`` calls (commit attempts) from now on, in the
+    one-element list returned."""
+    attempts = [0]
+    commit_table = catalog.commit_table
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        attempts[0] += 1
+        return commit_table(*args, **kwargs)
+
+    setattr(catalog, "commit_table", counting)  # noqa: B010 - counting this instance's calls
+    return attempts
+
+
 def _write(config: dict[str, Any]) -> dict[str, Any]:
     """One writer: wait for the start, append, report."""
     props = dict(config["catalog"])
     catalog = load_catalog(props.pop("name"), **props)
     table = catalog.load_table(IDENTIFIER)
     worker, appends, barrier = config["worker"], config["appends"], Path(config["barrier"])
-    attempts = 0
-    commit_table = catalog.commit_table
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        nonlocal attempts
-        attempts += 1
-        return commit_table(*args, **kwargs)
-
-    setattr(catalog, "commit_table", counting)  # noqa: B010 - counting this instance's calls
+    attempts = count_attempts(catalog)
     (barrier / f"ready-{worker}").touch()
     while not (barrier / "go").exists():
         time.sleep(0.001)
@@ -167,7 +174,7 @@ def _write(config: dict[str, Any]) -> dict[str, Any]:
             continue
         latencies.append((time.perf_counter() - begun) * 1000)
         acknowledged += ids
-    return {"acknowledged": acknowledged, "give_ups": give_ups, "attempts": attempts,
+    return {"acknowledged": acknowledged, "give_ups": give_ups, "attempts": attempts[0],
             "latencies_ms": latencies, "started": started, "ended": time.time()}
 
 

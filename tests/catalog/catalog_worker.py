@@ -21,9 +21,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import pyarrow as pa
+from tools.concurrent_writers import count_attempts
 
 from icepark.catalog.base import BaseCatalog
 from icepark.errors import CommitFailed
@@ -77,15 +78,7 @@ ROWS_PER_BATCH = 3
 
 def _append(catalog: BaseCatalog, table: Table, worker: int, count: int) -> int:
     """``count`` appends of ``ROWS_PER_BATCH`` rows with ids unique to this worker."""
-    attempts = 0
-    commit_table = catalog.commit_table
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        nonlocal attempts
-        attempts += 1
-        return commit_table(*args, **kwargs)
-
-    setattr(catalog, "commit_table", counting)  # noqa: B010 - patching the instance
+    attempts = count_attempts(catalog)
     acknowledged: list[int] = []
     error = None
     try:
@@ -96,7 +89,7 @@ def _append(catalog: BaseCatalog, table: Table, worker: int, count: int) -> int:
             acknowledged += ids
     except CommitFailed as e:
         error = str(e)
-    print(json.dumps({"acknowledged": acknowledged, "attempts": attempts, "error": error}))
+    print(json.dumps({"acknowledged": acknowledged, "attempts": attempts[0], "error": error}))
     return 0
 
 
