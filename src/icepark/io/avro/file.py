@@ -213,28 +213,37 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     Blocks are checked (sync marker, length) and decompressed here, so fastavro only decodes;
     errors while iterating ``records`` are raised as ``CorruptFile`` too.
     """
-    raw, schema, decompress, sync, smallest = _open_header(stream, location)
-    metadata = {k: v.decode(errors="replace") for k, v in raw.items()}
+    header = _open_header(stream, location)
+    metadata = {k: v.decode(errors="replace") for k, v in header.metadata.items()}
     # fastavro gets only what it decodes: it would decode every value as UTF-8, where the
     # spec's metadata values are bytes
-    patched = {"avro.schema": json.dumps(_strip_logical_types(schema)).encode(),
+    patched = {"avro.schema": json.dumps(_strip_logical_types(header.schema)).encode(),
                "avro.codec": b"null"}
-    header = MAGIC + _map_of_bytes(patched) + sync
-    chunks = _blocks(stream, header, (sync, smallest), decompress, location)
+    chunks = _blocks(stream, MAGIC + _map_of_bytes(patched) + header.sync, header, location)
     buffered = io.BufferedReader(_ChunkStream(chunks, stream), buffer_size=1 << 16)
     try:
         reader = fastavro.reader(buffered)
     except Exception as e:  # fastavro raises many types for a bad header
         raise CorruptFile(f"{location} is not a readable Avro file: {e}") from e
     user = {k: v for k, v in metadata.items() if not k.startswith("avro.")}
-    return AvroReader(schema, user, _records(reader, location))
+    return AvroReader(header.schema, user, _records(reader, location))
 
 
-def _open_header(stream: Any, location: str) -> tuple[
-        dict[str, bytes], Any, Callable[[bytes], bytes] | None, bytes, int]:
-    """The header's metadata map (without the sync marker), its writer schema, the codec's
-    decompressor, the sync marker and the smallest size of a record (see
-    :func:`smallest_record`); ``CorruptFile`` if ``stream`` holds no container file."""
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """A container file's header: its metadata map (without the sync marker), its writer
+    schema, the codec's decompressor, the sync marker and the smallest size of a record (see
+    :func:`smallest_record`)."""
+
+    metadata: dict[str, bytes]
+    schema: Any
+    decompress: Callable[[bytes], bytes] | None
+    sync: bytes
+    smallest: int
+
+
+def _open_header(stream: Any, location: str) -> _Header:
+    """The header of the container file in ``stream``; ``CorruptFile`` if it holds none."""
     try:
         raw = _read_header(stream)
         schema = json.loads(raw["avro.schema"])
@@ -244,7 +253,7 @@ def _open_header(stream: Any, location: str) -> tuple[
         raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
     decompress = _decompressor(codec or "null", location)
     sync = raw.pop("avro.sync")
-    return raw, schema, decompress, sync, smallest
+    return _Header(raw, schema, decompress, sync, smallest)
 
 
 @functools.lru_cache(maxsize=64)
@@ -350,26 +359,22 @@ def _decompressor(codec: str, location: str) -> Callable[[bytes], bytes] | None:
                                      "not supported: use null, deflate, bzip2, xz or zstandard")
 
 
-def _blocks(stream: Any, header: bytes, sync: tuple[bytes, int],
-            decompress: Callable[[bytes], bytes] | None, location: str) -> Iterator[bytes]:
-    """The file with every block checked and decompressed, as fastavro reads it."""
-    yield header
-    for count, data in raw_blocks(stream, sync, decompress, location):
+def _blocks(stream: Any, prefix: bytes, header: _Header, location: str) -> Iterator[bytes]:
+    """The file with every block checked and decompressed, as fastavro reads it, after
+    ``prefix`` (the header fastavro is given)."""
+    yield prefix
+    for count, data in raw_blocks(stream, header, location):
         yield zigzag_varint(count) + zigzag_varint(len(data))
         yield data
-        yield sync[0]
+        yield header.sync
 
 
-def raw_blocks(stream: Any, sync: tuple[bytes, int],
-               decompress: Callable[[bytes], bytes] | None,
-               location: str) -> Iterator[tuple[int, bytes]]:
+def raw_blocks(stream: Any, header: _Header, location: str) -> Iterator[tuple[int, bytes]]:
     """The (record count, decompressed data) of each block after the header: "A file data
     block consists of: A long indicating the count of objects in this block. A long indicating
     the size in bytes of the serialized objects in the current block, after any codec is
-    applied. The serialized objects. The file's 16-byte sync marker." ``sync`` is the marker
-    and the smallest size of a record: a block with more records than that allows is
-    corrupt."""
-    marker, smallest = sync
+    applied. The serialized objects. The file's 16-byte sync marker." A block with more
+    records than its bytes can hold (``header.smallest`` each) is corrupt."""
     while first := stream.read(1):
         try:
             count = _read_long(stream, bytes(first)[0])
@@ -377,11 +382,11 @@ def raw_blocks(stream: Any, sync: tuple[bytes, int],
             if count < 0 or size < 0:
                 raise ValueError(f"negative block count {count} or size {size}")
             data = _read_exact(stream, size)
-            if _read_exact(stream, 16) != marker:
+            if _read_exact(stream, 16) != header.sync:
                 raise ValueError("sync marker mismatch")
-            if decompress is not None:
-                data = decompress(data)
-            if count * smallest > len(data):
+            if header.decompress is not None:
+                data = header.decompress(data)
+            if count * header.smallest > len(data):
                 raise ValueError(f"{count} records cannot fit in {len(data)} bytes")
         except Exception as e:  # a short read, a bad varint, a codec error
             raise CorruptFile(f"{location} is corrupt or truncated: {type(e).__name__}: {e}"
@@ -402,9 +407,10 @@ class AvroBlocks:
 def open_blocks(stream: Any, location: str) -> AvroBlocks:
     """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
     its blocks are checked and decompressed as they are iterated."""
-    raw, schema, decompress, sync, smallest = _open_header(stream, location)
-    user = {k: v.decode(errors="replace") for k, v in raw.items() if not k.startswith("avro.")}
-    return AvroBlocks(schema, user, raw_blocks(stream, (sync, smallest), decompress, location))
+    header = _open_header(stream, location)
+    user = {k: v.decode(errors="replace") for k, v in header.metadata.items()
+            if not k.startswith("avro.")}
+    return AvroBlocks(header.schema, user, raw_blocks(stream, header, location))
 
 
 class _ChunkStream(io.RawIOBase):
