@@ -28,6 +28,12 @@ from icepark.spec.manifest import (
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.types import UUID, PrimitiveType
 
+DECODING_ERRORS = (KeyError, ValueError, TypeError, AttributeError, IndexError, StopIteration,
+                   OverflowError)
+"""What a file that is not a valid manifest or manifest list can make the decoders raise past
+their checks: a schema of the wrong shape, a value of the wrong type. The readers raise them as
+:class:`CorruptFile` naming the file."""
+
 
 def field_names(record: Any, location: str) -> dict[int, str]:
     """Field ID -> Avro field name of a record schema (fields without an ID are skipped)."""

@@ -55,7 +55,7 @@ from icepark.io.avro.file import (
 from icepark.io.avro.schema import to_avro
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import codec
-from icepark.io.manifest.decoder import EntryDecoder
+from icepark.io.manifest.decoder import DECODING_ERRORS, EntryDecoder
 from icepark.io.manifest.reader import (
     ALL_STATS,
     METRIC_FIELDS,
@@ -371,7 +371,7 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
                                         checked=filters[1] is not None, files_only=files_only)
         except UnsupportedFeature:
             compiled = None
-        except _INVALID as e:
+        except DECODING_ERRORS as e:
             raise _invalid_schema(location, e) from e
     except BaseException:
         stream.close()
@@ -387,10 +387,6 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
 
 
 _GENERIC_BATCH = 1000
-_INVALID = (KeyError, ValueError, TypeError, AttributeError, IndexError, StopIteration,
-            OverflowError)
-"""What a file that is not a valid manifest can make the decoders raise past their checks: a
-schema of the wrong shape, a value of the wrong type."""
 
 
 def _invalid_schema(location: str, e: Exception) -> CorruptFile:
@@ -409,7 +405,7 @@ def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
             yield from rows
         except IcebergError:  # from a filter, or already naming the file
             raise
-        except _INVALID as e:
+        except DECODING_ERRORS as e:
             raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
                               f"{type(e).__name__}: {e}") from None
     finally:
@@ -428,7 +424,7 @@ def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
         reader = open_reader(stream, location)
         try:
             decoder = EntryDecoder(reader.schema, spec, manifest.partition_spec_id, location)
-        except _INVALID as e:
+        except DECODING_ERRORS as e:
             raise _invalid_schema(location, e) from e
     except BaseException:
         stream.close()
@@ -439,7 +435,7 @@ def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
         for record in reader.records:
             try:
                 entry = inherit(decoder.decode(record), manifest)
-            except _INVALID as e:
+            except DECODING_ERRORS as e:
                 raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
                                   f"{type(e).__name__}: {e}") from None
             read += 1

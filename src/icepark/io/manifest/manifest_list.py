@@ -32,7 +32,7 @@ from icepark.io.avro.encoder import ListColumn, StructColumn
 from icepark.io.avro.file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec, open_reader
 from icepark.io.avro.schema import to_avro
 from icepark.io.fileio import FileIO
-from icepark.io.manifest.decoder import field_names
+from icepark.io.manifest.decoder import DECODING_ERRORS, field_names
 from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER, read_manifest_metadata
 from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
 from icepark.spec.metadata import FormatVersion
@@ -155,7 +155,7 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
         ids = field_names(reader.schema, location)
         try:
             summary_names = _summary_names(reader.schema, ids, location)
-        except (KeyError, TypeError, AttributeError, StopIteration) as e:
+        except DECODING_ERRORS as e:
             raise CorruptFile(f"Manifest list {location} has an invalid partitions field: "
                               f"{type(e).__name__}: {e}") from None
         missing = {500, 501, 502} - set(ids)
@@ -166,7 +166,7 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
         for record in reader.records:
             try:
                 out.append(_manifest_file(record, ids, summary_names, fallback_snapshot))
-            except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+            except DECODING_ERRORS as e:
                 raise CorruptFile(f"Manifest list {location} has an invalid entry: "
                                   f"{type(e).__name__}: {e}") from None
         return out
