@@ -122,8 +122,8 @@ def commit_with_retry(committer: TableCommitter, identifier: Identifier, base: C
     """Apply ``change`` to the current table and commit, holding the table's commit lock, and
     replay it on the refreshed table after each conflict.
 
-    Holding the lock, the change is applied to the table's current version (reloaded, unless it
-    is still ``base``); without it, to ``base`` first. On a known failure (validation or
+    Holding the lock, the change is applied to the table's current version, reloaded under the
+    lock; without it, to ``base`` first. On a known failure (validation or
     requirement errors, retries exhausted) the files every attempt wrote are deleted; on
     :class:`CommitStateUnknown` nothing is deleted, since the commit may have succeeded and
     the files may now be part of the table.
