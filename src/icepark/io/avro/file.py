@@ -298,9 +298,10 @@ def _smallest(t: Any, named: dict[str, int], namespace: str | None, depth: int) 
     kind = t.get("type")
     name = full = ""
     if kind in ("record", "error", "enum", "fixed"):
-        name = t.get("name")  # type: ignore[assignment]  # checked next
-        if not isinstance(name, str) or not name:
+        given_name = t.get("name")
+        if not isinstance(given_name, str) or not given_name:
             raise ValueError(f"a {kind} without a name")
+        name = given_name
         ns = t.get("namespace", namespace)
         full = name if "." in name or not isinstance(ns, str) or not ns else f"{ns}.{name}"
         named[full] = named[name.rsplit(".", 1)[-1]] = 0  # refers to itself: no bytes known
