@@ -14,7 +14,7 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from icepark.catalog.base import BaseCatalog
-from icepark.errors import CommitStateUnknown, UnsupportedFeature, ValidationError
+from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.io.arrow.transforms import source_column, to_python_values
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -143,21 +143,23 @@ def test_branch_writes_through_the_catalog(catalog: BaseCatalog, table: Table) -
     assert len(live_rows(loaded)) == 10
 
 
-def test_v3_tables_keep_write_defaults_and_refuse_appends(catalog: BaseCatalog) -> None:
-    """v3 metadata (defaults, next-row-id) round-trips through the catalog; appends wait for
-    row lineage and leave no file and no version behind."""
+def test_v3_tables_keep_write_defaults_and_assign_row_ids(catalog: BaseCatalog) -> None:
+    """v3 metadata (defaults, next-row-id) round-trips through the catalog; appends fill the
+    write defaults and advance next-row-id by the rows they add."""
     catalog.create_namespace("db")
     schema = Schema.of(NestedField.required(1, "id", LONG),
                        NestedField.required(2, "tier", STRING, write_default="free"),
                        NestedField.optional(3, "seen", DATE, write_default=0))
     table = catalog.create_table("db.v3", schema, format_version=3)
-    versions = metadata_files(table.location)
-    with pytest.raises(UnsupportedFeature, match="format version 3 table is not supported yet"):
-        table.append(pa.table({"id": [1, 2]}))
+    table.append(pa.table({"id": [1, 2]}))
     loaded = catalog.load_table("db.v3")
     assert loaded.schema().find_field("tier").write_default == "free"
-    assert loaded.metadata.next_row_id == 0 and loaded.current_snapshot() is None
-    assert parquet_files(loaded) == set() and metadata_files(table.location) == versions
+    assert loaded.metadata.next_row_id == 2
+    assert loaded.current_snapshot().first_row_id == 0
+    assert loaded.current_snapshot().added_rows == 2
+    assert sorted(loaded.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "tier": "free", "seen": date(1970, 1, 1)},
+        {"id": 2, "tier": "free", "seen": date(1970, 1, 1)}]
 
 
 def test_bad_input_leaves_no_file_and_no_version(catalog: BaseCatalog, table: Table) -> None:

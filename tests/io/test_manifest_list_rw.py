@@ -13,6 +13,7 @@ from icepark.errors import CorruptFile, FileNotFound, ValidationError
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER
 from icepark.io.manifest.manifest_list import (
+    assign_first_row_ids,
     assign_sequence_numbers,
     read_manifest_list,
     write_manifest_list,
@@ -71,7 +72,15 @@ def test_v2_round_trip_assigns_sequence_numbers(file_io: ArrowFileIO, location: 
                        added_snapshot_id=11, sequence_number=UNASSIGNED_SEQUENCE_NUMBER,
                        partitions=None, key_metadata=None)
     path = f"{location}/snap-11.avro"
-    write_manifest_list(file_io, path, version, 11, 7, 12, [old, new, deletes])
+    manifests: list[ManifestFile] = [old, new, deletes]
+    row_ids = None
+    if version == 3:
+        manifests, assigned = assign_first_row_ids(manifests, 40)
+        assert [m.first_row_id for m in manifests] == [40, 40 + rows(old), None]
+        assert assigned == rows(old) + rows(new)
+        old, new = manifests[0], manifests[1]
+        row_ids = 40
+    write_manifest_list(file_io, path, version, 11, 7, 12, manifests, first_row_id=row_ids)
     assert read_manifest_list(file_io, path) == [
         old,
         replace(new, added_snapshot_id=11, sequence_number=12, min_sequence_number=12),
@@ -79,7 +88,23 @@ def test_v2_round_trip_assigns_sequence_numbers(file_io: ArrowFileIO, location: 
     meta, records = raw(path)
     assert (meta["snapshot-id"], meta["parent-snapshot-id"], meta["sequence-number"],
             meta["format-version"]) == ("11", "7", "12", str(version))
+    assert meta.get("first-row-id") == (None if version == 2 else "40")
     assert records[0]["content"] == 0 and records[2]["content"] == 1
+
+
+def rows(m: ManifestFile) -> int:
+    return (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+
+
+def test_a_v3_list_needs_every_data_manifest_assigned(file_io: ArrowFileIO,
+                                                      location: str) -> None:
+    """*First Row ID Assignment*: "Writers must assign a ``first_row_id`` to new data
+    manifests when writing a manifest list"."""
+    m = manifest("s3://t/metadata/a.avro")
+    with pytest.raises(ValidationError, match="has no first_row_id"):
+        write_manifest_list(file_io, f"{location}/s.avro", 3, 1, None, 1, [m], first_row_id=0)
+    with pytest.raises(ValidationError, match="needs the snapshot's first-row-id"):
+        write_manifest_list(file_io, f"{location}/s.avro", 3, 1, None, 1, [m])
 
 
 def test_v1_round_trip_omits_sequence_numbers_and_content(file_io: ArrowFileIO,

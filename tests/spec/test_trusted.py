@@ -31,7 +31,13 @@ data_file_fields = st.tuples(
     counts, counts, counts, counts, counts, bounds, bounds, st.none() | st.binary(max_size=8),
     st.none() | st.lists(st.integers(0, 10**6), max_size=4).map(lambda v: tuple(sorted(v))),
     st.none() | st.lists(st.integers(1, 9), max_size=3).map(tuple),
-    st.none() | st.integers(0, 3), st.none() | st.text(min_size=1, max_size=40))
+    st.none() | st.integers(0, 3), st.none() | st.text(min_size=1, max_size=40),
+    st.none() | st.integers(0, 10**9),
+    st.none() | st.tuples(st.integers(4, 10**6), st.integers(1, 10**4))).map(
+        lambda f: (*f[:-1], *(f[-1] or (None, None)))).filter(
+            lambda f: not (f[1] is FileFormat.PUFFIN and f[5] is FileContent.POSITION_DELETES
+                           and (f[18] is None or f[20] is None)))
+"""Every field of a data file (a deletion vector always with its referenced file and blob)."""
 build_data_file = trusted_constructor(DataFile)
 
 

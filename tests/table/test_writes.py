@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -16,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icepark.errors import CommitFailed, CommitStateUnknown, UnsupportedFeature, ValidationError
+from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
 from icepark.io.arrow.transforms import source_column, to_python_values
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import read_manifest
@@ -369,24 +368,23 @@ def test_write_defaults_fill_missing_fields_on_a_v3_table(committer: InMemoryCom
         write_files(table.io, table.metadata, pa.table({"region": ["us"]}))
 
 
-def test_a_v3_table_refuses_new_snapshots(committer: InMemoryCommitter, tmp_path: Path) -> None:
-    """Until icepark assigns row lineage, a v3 table takes metadata changes but no snapshot,
-    and a refused write leaves no file behind."""
+def test_a_v3_table_assigns_row_lineage_to_every_snapshot(committer: InMemoryCommitter,
+                                                           tmp_path: Path) -> None:
+    """Spec (v3), *Snapshot Row IDs*: "A snapshot's ``first-row-id`` is assigned to the table's
+    current ``next-row-id`` on each commit attempt" and "The ``first-row-id`` field is required
+    even if a commit does not assign any ID space"."""
     schema = Schema.of(NestedField.required(1, "id", LONG))
     table = make(committer, tmp_path, schema, format_version=3)
     assert table.metadata.next_row_id == 0
-    writes: list[Callable[[], object]] = [lambda: table.append(pa.table({"id": [1]})),
-                                          lambda: table.delete("id = 1"),
-                                          lambda: table.overwrite(pa.table({"id": [1]}))]
-    for write in writes:
-        with pytest.raises(UnsupportedFeature, match=(
-                r"^Writing data to a format version 3 table is not supported yet: icepark does "
-                r"not assign v3 row lineage \(first-row-id, next-row-id\)")):
-            write()
-    assert not parquet_files(table)
-    table = table.set_properties({"owner": "ana"})
-    assert table.refresh().current_snapshot() is None
-    assert table.refresh().properties["owner"] == "ana"
+    table = table.append(pa.table({"id": [1, 2, 3]})).refresh()
+    table = table.append(pa.table({"id": [4]})).refresh()
+    table = table.delete("id = 4").refresh()  # removes a file: no new data manifest rows
+    table = table.overwrite(pa.table({"id": [7, 8]})).refresh()
+    lineage = [(s.operation, s.first_row_id, s.added_rows) for s in table.snapshots()]
+    assert lineage == [(Operation.APPEND, 0, 3), (Operation.APPEND, 3, 1),
+                       (Operation.DELETE, 4, 0), (Operation.OVERWRITE, 4, 2)]
+    assert table.metadata.next_row_id == 6
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [7, 8]
 
 
 # ----------------------------------------------------------------------------- failures

@@ -35,7 +35,8 @@ class FileFormat(StrEnum):
     ORC = "ORC"
     PARQUET = "PARQUET"
     PUFFIN = "PUFFIN"
-    """v3 deletion vectors: "Deletion vectors are stored in Puffin files" (not read yet)."""
+    """v3 deletion vectors: "These vectors are stored using the ``deletion-vector-v1`` blob
+    definition from the Puffin spec"."""
 
     @staticmethod
     def parse(text: str) -> FileFormat:
@@ -48,6 +49,10 @@ class FileFormat(StrEnum):
             return FileFormat(text.upper())
         except ValueError:
             raise ValidationError(f"Unknown file format {text!r}") from None
+
+
+EntryKey = str | tuple[str, int]
+"""What identifies a file among a snapshot's files (:attr:`DataFile.entry_key`)."""
 
 
 class ManifestContent(IntEnum):
@@ -92,8 +97,18 @@ class DataFile:
     equality_ids: tuple[int, ...] | None = None
     sort_order_id: int | None = None
     referenced_data_file: str | None = None
-    """v3 ``143 referenced_data_file``: "Fully qualified location (URI with FS scheme) of a data
+    """``143 referenced_data_file``: "Fully qualified location (URI with FS scheme) of a data
     file that all deletes reference"; required for deletion vectors."""
+    first_row_id: int | None = None
+    """v3 ``142 first_row_id``: "The ``_row_id`` for the first row in the data file"; null for
+    a new file ("it is not assigned until the snapshot is successfully committed") and for
+    delete files, inherited when read (*First Row ID Inheritance*)."""
+    content_offset: int | None = None
+    """v3 ``144 content_offset``: "The offset in the file where the content starts" (a
+    deletion vector's blob in its Puffin file)."""
+    content_size_in_bytes: int | None = None
+    """v3 ``145 content_size_in_bytes``: "The length of a referenced content stored in the
+    file; required if ``content_offset`` is present"."""
 
     def __post_init__(self) -> None:
         if self.record_count < 0:
@@ -106,6 +121,15 @@ class DataFile:
         if self.split_offsets is not None and list(self.split_offsets) != sorted(
                 self.split_offsets):
             raise ValidationError(f"{self.file_path}: split_offsets must be sorted ascending")
+        if (self.content_offset is None) != (self.content_size_in_bytes is None):
+            raise ValidationError(f"{self.file_path}: content_offset and content_size_in_bytes "
+                                  "go together (\"required if content_offset is present\")")
+        if self.is_deletion_vector and (self.referenced_data_file is None
+                                        or self.content_offset is None):
+            raise ValidationError(
+                f"Deletion vector in {self.file_path} has no referenced_data_file or "
+                "content_offset: \"Setting the referenced file is required for deletion "
+                "vectors\" and the offsets \"are required\"")
 
     @property
     def is_delete(self) -> bool:
@@ -116,6 +140,15 @@ class DataFile:
         """A v3 deletion vector: position deletes in a Puffin blob."""
         return (self.content is FileContent.POSITION_DELETES
                 and self.file_format is FileFormat.PUFFIN)
+
+    @property
+    def entry_key(self) -> EntryKey:
+        """What identifies this file among a snapshot's files: its path, or for a deletion
+        vector its Puffin file and blob offset ("Multiple deletion vectors can be stored in
+        the same file")."""
+        if self.content_offset is not None and self.file_format is FileFormat.PUFFIN:
+            return (self.file_path, self.content_offset)
+        return self.file_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +193,48 @@ def inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
                    file_sequence_number=file_seq)
 
 
+class RowIdAssigner:
+    """*First Row ID Inheritance* over the entries of one data manifest, in file order.
+
+    "When reading, the ``first_row_id`` is assigned by replacing ``null`` with the manifest's
+    ``first_row_id`` plus the sum of ``record_count`` for all data files that preceded the file
+    in the manifest that also had a null ``first_row_id``." DELETED entries take no part (the
+    manifest list counts only added and existing rows), as in the reference implementation. A
+    manifest without a ``first_row_id`` (written before a table was upgraded to v3, or not
+    committed yet) assigns none: "When ``first_row_id`` is null, inherited row ID values are
+    also null"; its files keep what they store.
+
+    >>> a = RowIdAssigner(1000)
+    >>> [a.first_row_id(EntryStatus.ADDED, None, 50), a.first_row_id(EntryStatus.EXISTING, 800,
+    ...  25), a.first_row_id(EntryStatus.ADDED, None, 50)]
+    [1000, 800, 1050]
+    """
+
+    __slots__ = ("next_row_id",)
+
+    def __init__(self, first_row_id: int | None) -> None:
+        self.next_row_id = first_row_id
+
+    def first_row_id(self, status: EntryStatus, stored: int | None, record_count: int
+                     ) -> int | None:
+        """The file's first row ID: ``stored`` if set, else the next unassigned one."""
+        if self.next_row_id is None or stored is not None or status is EntryStatus.DELETED:
+            return stored
+        assigned = self.next_row_id
+        self.next_row_id += record_count
+        return assigned
+
+    def assign(self, entry: ManifestEntry) -> ManifestEntry:
+        """``entry`` with its data file's first row ID (the same entry if unchanged)."""
+        f = entry.data_file
+        if f.content is not FileContent.DATA:
+            return entry
+        assigned = self.first_row_id(entry.status, f.first_row_id, f.record_count)
+        if assigned == f.first_row_id:
+            return entry
+        return replace(entry, data_file=replace(f, first_row_id=assigned))
+
+
 @dataclass(frozen=True, slots=True)
 class FieldSummary:
     """The ``field_summary`` struct of one partition field over a manifest."""
@@ -189,6 +264,10 @@ class ManifestFile:
     deleted_rows_count: int | None = None
     partitions: tuple[FieldSummary, ...] | None = None
     key_metadata: bytes | None = None
+    first_row_id: int | None = None
+    """v3 ``520 first_row_id``: "The starting ``_row_id`` to assign to rows added by ``ADDED``
+    data files"; assigned when the manifest list is written (*First Row ID Assignment*), always
+    null for delete manifests."""
 
     def has_added_files(self) -> bool:
         """"when ``null`` this is assumed to be non-zero"."""

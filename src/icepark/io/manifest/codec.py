@@ -4,7 +4,9 @@ Spec, *Manifests*: the ``manifest_entry`` and ``data_file`` field tables (field 
 are required or optional in v1 and v2) and Appendix E: v1 writes ``block_size_in_bytes``
 ("Always write a default in v1. Do not write in v2."); v2 adds ``sequence_number``,
 ``file_sequence_number``, ``content`` and ``equality_ids`` and makes ``snapshot_id`` optional
-"to support inheritance". v3 manifests use the v2 layout.
+"to support inheritance". v3 adds ``142 first_row_id`` (row lineage) and, for deletion
+vectors, ``143 referenced_data_file``, ``144 content_offset`` and ``145
+content_size_in_bytes``.
 
 :func:`entry_columns` turns entries into the columns :mod:`icepark.io.avro.encoder` writes;
 :class:`ManifestStats` gathers the counts and partition summaries of the manifest list entry;
@@ -99,6 +101,11 @@ def data_file_type(partition_type: StructType, format_version: int,
     if format_version >= 2:
         fields.append(NestedField.optional(135, "equality_ids", ListType(136, INT)))
     fields.append(NestedField.optional(140, "sort_order_id", INT))
+    if format_version >= 3:
+        fields += [NestedField.optional(142, "first_row_id", LONG),
+                   NestedField.optional(143, "referenced_data_file", STRING),
+                   NestedField.optional(144, "content_offset", LONG),
+                   NestedField.optional(145, "content_size_in_bytes", LONG)]
     return StructType(tuple(fields))
 
 
@@ -267,6 +274,10 @@ def entry_columns(chunk: EntryBuffer, partition_type: StructType, format_version
         "equality_ids": _list_column(list(map(attrgetter("equality_ids"), files))),
         "sort_order_id": list(map(attrgetter("sort_order_id"), files)),
     }
+    if format_version >= 3:
+        for name in ("first_row_id", "referenced_data_file", "content_offset",
+                     "content_size_in_bytes"):
+            df[name] = list(map(attrgetter(name), files))
     if not distinct_counts and chunk.has_distinct_counts():
         raise ValidationError(
             "Cannot write distinct_counts in this manifest: its first block had none, so the "

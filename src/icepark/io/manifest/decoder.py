@@ -207,6 +207,9 @@ class EntryDecoder:
             equality_ids=None if equality_ids is None else tuple(equality_ids),
             sort_order_id=d.get(n[140]) if 140 in n else None,
             referenced_data_file=d.get(n[143]) if 143 in n else None,
+            first_row_id=d.get(n[142]) if 142 in n else None,
+            content_offset=d.get(n[144]) if 144 in n else None,
+            content_size_in_bytes=d.get(n[145]) if 145 in n else None,
             **maps)
         seq: int | None
         file_seq: int | None

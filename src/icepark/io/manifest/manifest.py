@@ -70,6 +70,7 @@ from icepark.spec.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestFile,
+    RowIdAssigner,
     inherit,
 )
 from icepark.spec.metadata import FormatVersion
@@ -312,8 +313,8 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
                   specs_by_id: Mapping[int, PartitionSpec] | None = None,
                   discard_deleted: bool = False, stats: Stats = ALL_STATS,
                   partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
-                  metrics_filter: Callable[[FileMetrics], bool | None] | None = None
-                  ) -> Iterator[ManifestEntry]:
+                  metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
+                  row_ids: bool = True) -> Iterator[ManifestEntry]:
     """Stream the entries of a manifest, with inherited snapshot IDs and sequence numbers.
 
     Partition tuples follow the manifest's own partition spec (its key-value metadata), else
@@ -322,43 +323,53 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
     0", ``file_sequence_number`` too, and "Data file field ``content`` must default to 0".
     ``stats`` chooses the metric maps decoded (all by default; the others are None),
     ``partition_filter`` leaves out, undecoded, the entries whose partition tuple it rejects,
-    and ``metrics_filter`` those whose file's (decoded) metrics it rejects.
+    and ``metrics_filter`` those whose file's (decoded) metrics it rejects. Data files of a v3
+    manifest inherit their ``first_row_id`` (*First Row ID Inheritance*) unless ``row_ids`` is
+    False, when they keep what they store: inheritance counts the rows of every file before
+    one, so with ``row_ids`` the filters decode every entry before leaving some out.
     A missing file raises ``FileNotFound`` now; a corrupt or truncated one ``CorruptFile``
     while iterating, as does a manifest with fewer entries than its list entry counts.
     """
     return itertools.chain.from_iterable(read_manifest_blocks(
         file_io, manifest, specs_by_id=specs_by_id, discard_deleted=discard_deleted,
-        stats=stats, partition_filter=partition_filter, metrics_filter=metrics_filter))
+        stats=stats, partition_filter=partition_filter, metrics_filter=metrics_filter,
+        row_ids=row_ids))
 
 
 def read_manifest_blocks(file_io: FileIO, manifest: ManifestFile, *,
                          specs_by_id: Mapping[int, PartitionSpec] | None = None,
                          discard_deleted: bool = False, stats: Stats = ALL_STATS,
                          partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
-                         metrics_filter: Callable[[FileMetrics], bool | None] | None = None
-                         ) -> Iterator[list[ManifestEntry]]:
+                         metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
+                         row_ids: bool = True) -> Iterator[list[ManifestEntry]]:
     """:func:`read_manifest`'s entries a list at a time (those of one Avro block, or up to
     1,000): for planners, which go through every entry of every manifest."""
     return _blocks(file_io, manifest, specs_by_id, discard_deleted, stats,
-                   (partition_filter, metrics_filter), files_only=False)
+                   (partition_filter, metrics_filter), files_only=False, row_ids=row_ids)
 
 
 def read_manifest_files(file_io: FileIO, manifest: ManifestFile, *,
                         specs_by_id: Mapping[int, PartitionSpec] | None = None,
                         stats: Stats = ALL_STATS,
                         partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
-                        metrics_filter: Callable[[FileMetrics], bool | None] | None = None
-                        ) -> Iterator[list[DataFile]]:
+                        metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
+                        row_ids: bool = True) -> Iterator[list[DataFile]]:
     """The data files of the live entries of :func:`read_manifest_blocks`, without the
     entries: for planners that need no snapshot IDs or sequence numbers (no delete files
     apply), which then are not decoded."""
     return _blocks(file_io, manifest, specs_by_id, True, stats,
-                   (partition_filter, metrics_filter), files_only=True)
+                   (partition_filter, metrics_filter), files_only=True, row_ids=row_ids)
 
 
 def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two callers
             specs_by_id: Mapping[int, PartitionSpec] | None, discard_deleted: bool,
-            stats: Stats, filters: _Filters, *, files_only: bool) -> Iterator[list[Any]]:
+            stats: Stats, filters: _Filters, *, files_only: bool,
+            row_ids: bool) -> Iterator[list[Any]]:
+    row_ids = row_ids and manifest.first_row_id is not None
+    if row_ids and filters != (None, None):  # every entry counts: filter once decoded
+        return _filtered(_blocks(file_io, manifest, specs_by_id, discard_deleted, stats,
+                                 (None, None), files_only=files_only, row_ids=True),
+                         filters, files_only)
     location = manifest.manifest_path
     stream = file_io.new_input(location).open()
     try:
@@ -378,12 +389,25 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
         raise
     if compiled is None:  # a schema the compiled reader does not handle: fastavro decodes it
         stream.close()
-        generic = _generic_entries(file_io, manifest, spec, discard_deleted, stats, filters)
+        generic = _generic_entries(file_io, manifest, spec, discard_deleted, stats, filters,
+                                   row_ids)
         if files_only:
             return iter(lambda: [e.data_file for e in itertools.islice(
                 generic, _GENERIC_BATCH)], [])
         return iter(lambda: list(itertools.islice(generic, _GENERIC_BATCH)), [])
-    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted, filters)
+    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted, filters,
+                    row_ids)
+
+
+def _filtered(blocks: Iterator[list[Any]], filters: _Filters,
+              files_only: bool) -> Iterator[list[Any]]:
+    """The entries (or files) of ``blocks`` that the partition and metrics filters keep."""
+    partition_filter, metrics_filter = filters
+    for block in blocks:
+        files = block if files_only else [e.data_file for e in block]
+        yield [item for item, f in zip(block, files, strict=True)
+               if (partition_filter is None or partition_filter(f.partition))
+               and (metrics_filter is None or not metrics_filter(f))]
 
 
 _GENERIC_BATCH = 1000
@@ -395,12 +419,12 @@ def _invalid_schema(location: str, e: Exception) -> CorruptFile:
 
 def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
              blocks: Iterator[tuple[int, bytes]], manifest: ManifestFile,
-             discard_deleted: bool, filters: _Filters) -> Iterator[list[Any]]:
+             discard_deleted: bool, filters: _Filters, row_ids: bool) -> Iterator[list[Any]]:
     counter = [0]
     try:
         rows = compiled_entry_blocks(compiled, blocks, manifest, filters[0],
                                      manifest.manifest_path, counter, filters[1],
-                                     discard_deleted=discard_deleted)
+                                     discard_deleted=discard_deleted, row_ids=row_ids)
         try:
             yield from rows
         except IcebergError:  # from a filter, or already naming the file
@@ -415,7 +439,7 @@ def _entries(stream: Any, compiled: BlockReader,  # noqa: PLR0917 - one caller
 
 def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
                      manifest: ManifestFile, spec: PartitionSpec | None,
-                     discard_deleted: bool, stats: Stats, filters: _Filters
+                     discard_deleted: bool, stats: Stats, filters: _Filters, row_ids: bool
                      ) -> Iterator[ManifestEntry]:
     partition_filter, metrics_filter = filters
     location = manifest.manifest_path
@@ -431,10 +455,11 @@ def _generic_entries(file_io: FileIO,  # noqa: PLR0917 - one caller
         raise
     dropped = {name: None for fid, name in METRIC_FIELDS.items() if fid not in stats.maps}
     read = 0
+    assigner = RowIdAssigner(manifest.first_row_id if row_ids else None)
     try:
         for record in reader.records:
             try:
-                entry = inherit(decoder.decode(record), manifest)
+                entry = assigner.assign(inherit(decoder.decode(record), manifest))
             except DECODING_ERRORS as e:
                 raise CorruptFile(f"Manifest {manifest.manifest_path} has an invalid entry: "
                                   f"{type(e).__name__}: {e}") from None

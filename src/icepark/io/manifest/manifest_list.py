@@ -66,7 +66,42 @@ def manifest_file_type(format_version: int) -> StructType:
     fields += [NestedField(fid, name, t, v2) for fid, name, t in _COUNTS]
     fields += [NestedField.optional(507, "partitions", ListType(508, FIELD_SUMMARY)),
                NestedField.optional(519, "key_metadata", BINARY)]
+    if format_version >= 3:
+        fields.append(NestedField.optional(520, "first_row_id", LONG))
     return StructType(tuple(fields))
+
+
+def assign_first_row_ids(manifests: Sequence[ManifestFile], first_row_id: int
+                         ) -> tuple[list[ManifestFile], int]:
+    """*First Row ID Assignment*: the manifests with a ``first_row_id`` for each data manifest
+    without one, and the number of row IDs assigned (the snapshot's ``added-rows``).
+
+    "The ``first_row_id`` for existing manifests must be preserved when writing a new manifest
+    list. The value of ``first_row_id`` for delete manifests is always ``null``." The first
+    manifest without one gets the snapshot's ``first-row-id`` and "A simple and valid
+    approach is to estimate the number of rows in data files that will be assigned a
+    ``first_row_id`` using the manifest's ``added_rows_count`` and ``existing_rows_count``",
+    which also covers existing files without one (manifests from before an upgrade to v3).
+
+    >>> m = ManifestFile("m.avro", 1, 0, 1, added_rows_count=100, existing_rows_count=25)
+    >>> done, added = assign_first_row_ids([replace(m, first_row_id=925), m, m], 1000)
+    >>> [x.first_row_id for x in done], added
+    ([925, 1000, 1125], 250)
+    """
+    next_row_id = first_row_id
+    out = []
+    for m in manifests:
+        if m.content is ManifestContent.DATA and m.first_row_id is None:
+            if m.added_rows_count is None or m.existing_rows_count is None:
+                raise ValidationError(f"Manifest {m.manifest_path} has no row counts: cannot "
+                                      "assign its first row ID")
+            out.append(replace(m, first_row_id=next_row_id))
+            next_row_id += m.added_rows_count + m.existing_rows_count
+        elif m.content is ManifestContent.DELETES and m.first_row_id is not None:
+            out.append(replace(m, first_row_id=None))
+        else:
+            out.append(m)
+    return out, next_row_id - first_row_id
 
 
 def assign_sequence_numbers(manifests: Sequence[ManifestFile], snapshot_id: int,
@@ -101,11 +136,14 @@ def write_manifest_list(  # noqa: PLR0917 - the agreed positional API
         file_io: FileIO, location: str, format_version: FormatVersion,
                         snapshot_id: int, parent_snapshot_id: int | None, sequence_number: int,
                         manifests: Sequence[ManifestFile], *,
-                        properties: Mapping[str, str] | None = None) -> None:
+                        properties: Mapping[str, str] | None = None,
+                        first_row_id: int | None = None) -> None:
     """Write a snapshot's manifest list (see :func:`assign_sequence_numbers`).
 
     Key-value metadata: ``snapshot-id``, ``parent-snapshot-id`` (``null`` when there is none),
-    ``sequence-number`` (v2 and later) and ``format-version``.
+    ``sequence-number`` (v2 and later), ``first-row-id`` (v3: the snapshot's) and
+    ``format-version``. A v3 list needs every data manifest's ``first_row_id`` assigned
+    (:func:`assign_first_row_ids`).
     """
     manifests = assign_sequence_numbers(manifests, snapshot_id, sequence_number)
     v2 = format_version >= 2
@@ -124,6 +162,16 @@ def write_manifest_list(  # noqa: PLR0917 - the agreed positional API
             "format-version": str(format_version)}
     if v2:
         meta["sequence-number"] = str(sequence_number)
+    if format_version >= 3:
+        if first_row_id is None:
+            raise ValidationError("A v3 manifest list needs the snapshot's first-row-id")
+        unassigned = [m.manifest_path for m in manifests
+                      if m.content is ManifestContent.DATA and m.first_row_id is None]
+        if unassigned:
+            raise ValidationError(f"Data manifest {unassigned[0]} has no first_row_id: \"Writers "
+                                  "must assign a first_row_id to new data manifests when "
+                                  "writing a manifest list\"")
+        meta["first-row-id"] = str(first_row_id)
     props = properties or {}
     level = props.get(LEVEL_PROPERTY)
     schema = to_avro(manifest_file_type(format_version), "manifest_file")
@@ -139,7 +187,7 @@ def _columns(manifests: Sequence[ManifestFile]) -> StructColumn:
         name: list(map(attrgetter(name), manifests))
         for name in ("manifest_path", "manifest_length", "partition_spec_id", "content",
                      "sequence_number", "min_sequence_number", "added_snapshot_id",
-                     "key_metadata", *(name for _, name, _ in _COUNTS))}
+                     "key_metadata", "first_row_id", *(name for _, name, _ in _COUNTS))}
     summaries = [m.partitions for m in manifests]
     flat = [s for p in summaries if p is not None for s in p]
     items = StructColumn({name: list(map(attrgetter(name), flat)) for name in (
@@ -205,6 +253,7 @@ def _manifest_file(record: dict[str, Any], ids: dict[int, str], summary: dict[in
                          s.get(summary.get(510, "")), s.get(summary.get(511, "")))
             for s in partitions),
         key_metadata=get(519),
+        first_row_id=get(520),
     )
 
 

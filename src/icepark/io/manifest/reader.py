@@ -41,8 +41,10 @@ from icepark.spec.manifest import (
     DataFile,
     EntryStatus,
     FileContent,
+    FileFormat,
     ManifestEntry,
     ManifestFile,
+    RowIdAssigner,
 )
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.trusted import trusted_constructor
@@ -107,9 +109,9 @@ def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stat
     A reader's rows are first: status, snapshot ID, sequence number, file sequence number,
     then the ``data_file`` fields content, file_path, file_format, partition, record_count,
     file_size_in_bytes, the metric maps (:data:`METRIC_FIELDS` order), key_metadata,
-    split_offsets, equality_ids, sort_order_id and referenced_data_file; None where the
-    manifest has no such field or the map was left out; its finish (:func:`_finish`) turns
-    them into entries."""
+    split_offsets, equality_ids, sort_order_id, referenced_data_file, first_row_id,
+    content_offset and content_size_in_bytes; None where the manifest has no such field or the
+    map was left out; its finish (:func:`_finish`) turns them into entries."""
     key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
            files_only)
     found = _COMPILED.get(key)
@@ -158,7 +160,8 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
         path = at(fid) if fid in stats.maps else (data_file, f"\0left out {fid}")
         wanted[path] = None
         pairs[path] = stats.columns
-    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None, at(143): None})
+    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None, at(143): None,
+                   at(142): None, at(144): None, at(145): None})
     return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
                           finish=_finish(3 in top, spec_id, checked, files_only))
 
@@ -166,8 +169,10 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
 def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
     """Each row (see :func:`compiled_entries`) to a :class:`ManifestEntry` (or, with
     ``files_only``, its :class:`DataFile`), inlined into the reader: *Sequence Number
-    Inheritance*, DELETED entries and the metrics filter (the reader's ``ctx``: see
-    :func:`compiled_entry_blocks`), then the checks :class:`DataFile` makes."""
+    Inheritance*, *First Row ID Inheritance* (as
+    :class:`~icepark.spec.manifest.RowIdAssigner`, whose counter is in ``ctx``), DELETED
+    entries and the metrics filter (the reader's ``ctx``: see :func:`compiled_entry_blocks`),
+    then the checks :class:`DataFile` makes."""
     inherit = () if files_only else (
         *(() if v2 else ("{2} = {3} = 0",)),  # "sequence_number must default to 0", file too
         "if {1} is None:",
@@ -178,13 +183,19 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
         "    if {3} is None:",
         "        {3} = manifest_seq")
     data_file = (f"_DATA_FILE({{5}}, {{6}}, {{7}}, {{8}}, {{9}}, {{4}}, {spec_id}, {{10}}, "
-                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21})")
+                 "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, "
+                 "{23}, {24})")
     body = [
+        "if {4} is None:",
+        "    {4} = _DATA",
+        # first row ID inheritance counts every live data file with a null first_row_id, so
+        # it runs before DELETED entries are left out (they do not count)
+        "if rows is not None and {22} is None and {4} is _DATA and {0} is not _DELETED:",
+        "    {22} = rows.next_row_id",
+        "    rows.next_row_id += {8}",
         "if {0} is _DELETED and discard:" if not files_only else "if {0} is _DELETED:",
         "    continue",
         *inherit,
-        "if {4} is None:",
-        "    {4} = _DATA",
         "if {18} is not None:",  # 132 split_offsets: "Must be sorted ascending"
         "    if len({18}) > 1 and sorted({18}) != {18}:",
         "        raise _bad(f'{{{5}}}: split_offsets must be sorted ascending')",
@@ -194,6 +205,11 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
         "if {4} is _EQUALITY and not {19}:",
         "    raise _bad(f'{{{5}}}: equality_ids are required when content=2 "
         "(equality deletes)')",
+        "if ({23} is None) is not ({24} is None):",
+        "    raise _bad(f'{{{5}}}: content_offset and content_size_in_bytes go together')",
+        "if {6} is _PUFFIN and {4} is _POSITION and ({21} is None or {23} is None):",
+        "    raise _bad(f'{{{5}}}: a deletion vector needs referenced_data_file and "
+        "content_offset')",
         f"append({data_file})" if files_only else f"append(_ENTRY({{0}}, {data_file}, {{1}}, "
                                                   "{2}, {3}))",
     ]
@@ -206,8 +222,9 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
     )
     consts = {"_ENTRY": _ENTRY, "_DATA_FILE": _DATA_FILE, "_ADDED": EntryStatus.ADDED,
               "_DELETED": EntryStatus.DELETED, "_DATA": FileContent.DATA,
-              "_EQUALITY": FileContent.EQUALITY_DELETES}
-    return Finish(("inherited, manifest_seq, always, metrics, view, discard = ctx",),
+              "_EQUALITY": FileContent.EQUALITY_DELETES, "_PUFFIN": FileFormat.PUFFIN,
+              "_POSITION": FileContent.POSITION_DELETES}
+    return Finish(("inherited, manifest_seq, always, metrics, view, discard, rows = ctx",),
                   tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16))
 
 
@@ -250,12 +267,17 @@ def compiled_entry_blocks(reader: BlockReader,  # noqa: PLR0917 - one caller
                           gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
                           counter: list[int],
                           metrics_filter: Callable[[FileMetrics], bool | None] | None = None, *,
-                          discard_deleted: bool = False) -> Iterator[list[ManifestEntry]]:
+                          discard_deleted: bool = False,
+                          row_ids: bool = True) -> Iterator[list[ManifestEntry]]:
     """The entries of each of the manifest's blocks (``counter[0]`` counts every record read,
     those the gate rejected too), but those whose metrics ``metrics_filter`` rejects (before
-    their file record is built) and, with ``discard_deleted``, DELETED ones."""
+    their file record is built) and, with ``discard_deleted``, DELETED ones. With ``row_ids``
+    (only valid without a gate or a metrics filter, which leave entries out before they are
+    counted), data files inherit their first row ID from the manifest's."""
+    rows = (RowIdAssigner(manifest.first_row_id)
+            if row_ids and manifest.first_row_id is not None else None)
     ctx = (manifest.added_snapshot_id, manifest.sequence_number, manifest.sequence_number == 0,
-           metrics_filter, _RowMetrics(), discard_deleted)
+           metrics_filter, _RowMetrics(), discard_deleted, rows)
 
     def counted() -> Iterator[tuple[int, bytes]]:
         for count, data in blocks:

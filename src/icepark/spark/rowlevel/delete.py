@@ -68,7 +68,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.scan.tasks import FileScanTask
-from icepark.table.snapshot.producer import branch_head, check_writable
+from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.validation import (
     DELETE_ISOLATION_LEVEL,
     FileFilter,
@@ -159,7 +159,6 @@ def delete_rows(spark: SparkSession, table: Table, where: str | Expr, *,
 
 def _delete_rows(spark: SparkSession, table: Table, where: str | Expr, branch: str,
                  snapshot_properties: Mapping[str, str] | None) -> DeleteResult:
-    check_writable(table.metadata)
     mode = delete_mode(table.metadata)
     plan = _plan(table, as_expr(where), branch)
     if plan is None:

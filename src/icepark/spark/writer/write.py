@@ -79,7 +79,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import PrimitiveType
-from icepark.table.snapshot.producer import branch_head, check_writable, snapshot_manifests
+from icepark.table.snapshot.producer import branch_head, snapshot_manifests
 from icepark.table.snapshot.validation import as_expr
 from icepark.table.table import Table
 
@@ -103,7 +103,6 @@ def write(df: DataFrame, table: Table, mode: str = "append", *,
         raise ValidationError(f"Unknown write mode {mode!r}: use one of {', '.join(MODES)}")
     if overwrite_filter is not None and mode != "overwrite":
         raise ValidationError(f"An overwrite filter needs mode 'overwrite', not {mode!r}")
-    check_writable(table.metadata)
     if merge_schema:
         merge_columns(df, table)
     metadata = table.metadata

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import ValidationError
 from icepark.spec.metadata import (
     FORMAT_VERSION_PROPERTY,
     MAX_FORMAT_VERSION,
@@ -251,8 +251,8 @@ class MetadataBuilder:
         f = self._fields
         if any(s.snapshot_id == snapshot.snapshot_id for s in f["snapshots"]):
             raise ValidationError(f"Snapshot {snapshot.snapshot_id} already exists")
-        if f["format_version"] >= 3 and snapshot.first_row_id is None:
-            raise v3_writes_unsupported()
+        if f["format_version"] >= 3:
+            self._assign_row_ids(snapshot)
         if f["format_version"] >= 2:
             if snapshot.sequence_number <= f["last_sequence_number"]:
                 raise ValidationError(
@@ -274,6 +274,27 @@ class MetadataBuilder:
                 "a minute before the last snapshot log entry")
         f["snapshots"] = (*f["snapshots"], snapshot)
         self._added_snapshots[snapshot.snapshot_id] = snapshot
+
+    def _assign_row_ids(self, snapshot: Snapshot) -> None:
+        """Spec (v3), *Table Metadata Fields*: "When a new snapshot is added, the table's
+        ``next-row-id`` should be increased by the sum of ``record_count`` for all data files
+        that will be assigned a ``first_row_id`` via inheritance in the snapshot" (its
+        ``added-rows``), "even if the new snapshot is not in the main branch"; and *Snapshot
+        Row IDs*: "The ``first-row-id`` field is required even if a commit does not assign
+        any ID space"."""
+        f = self._fields
+        next_row_id = f["next_row_id"] or 0
+        if snapshot.first_row_id is None or snapshot.added_rows is None:
+            raise ValidationError(
+                f"Cannot add snapshot {snapshot.snapshot_id} to a format version "
+                f"{f['format_version']} table without first-row-id and added-rows: \"an "
+                "Iceberg table must track row lineage fields for all newly created rows\"")
+        if snapshot.first_row_id < next_row_id:
+            raise ValidationError(
+                f"Cannot add snapshot {snapshot.snapshot_id}: its first-row-id "
+                f"{snapshot.first_row_id} is below the table's next-row-id {next_row_id}, so "
+                "its row IDs could repeat assigned ones")
+        f["next_row_id"] = snapshot.first_row_id + snapshot.added_rows
 
     def _set_ref(self, name: str, ref: SnapshotRef) -> None:
         f = self._fields
@@ -361,22 +382,6 @@ def _reserved_format_version(properties: Mapping[str, str] | None, format_versio
         raise ValidationError(f"The table property format-version={text} contradicts "
                               f"format_version={format_version}")
     return props, asked
-
-
-def v3_writes_unsupported() -> UnsupportedFeature:
-    """The refusal of a new snapshot on a format version 3 table.
-
-    Spec (v3), *Row Lineage*: "In v3 and later, an Iceberg table must track row lineage fields
-    for all newly created rows. Engines must maintain the ``next-row-id`` table field"; and
-    *Snapshot Row IDs*: "The ``first-row-id`` field is required even if a commit does not
-    assign any ID space". icepark does not assign row IDs yet, so it adds no snapshot to a v3
-    table rather than break its lineage; metadata-only changes (schema, properties, refs) are
-    fine.
-    """
-    return UnsupportedFeature(
-        "Writing data to a format version 3 table is not supported yet: icepark does not "
-        "assign v3 row lineage (first-row-id, next-row-id). Read it, change its metadata, or "
-        "write to a format version 2 table")
 
 
 def _last_timestamp(f: Mapping[str, Any]) -> int:

@@ -41,6 +41,7 @@ from icepark.io.manifest.manifest import (
     read_manifest,
 )
 from icepark.io.manifest.manifest_list import (
+    assign_first_row_ids,
     assign_sequence_numbers,
     read_manifest_list,
     write_manifest_list,
@@ -48,6 +49,7 @@ from icepark.io.manifest.manifest_list import (
 from icepark.io.manifest.manifest_list import snapshot_manifests as read_snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
+    EntryKey,
     EntryStatus,
     FileContent,
     ManifestContent,
@@ -59,7 +61,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRef
 from icepark.table.change import updates as u
-from icepark.table.change.metadata_builder import now_ms, v3_writes_unsupported
+from icepark.table.change.metadata_builder import now_ms
 from icepark.table.snapshot.locations import LocationProvider
 from icepark.table.snapshot.summary import (
     EMPTY_TOTALS,
@@ -163,14 +165,6 @@ class Attempt:
             UNASSIGNED_SEQUENCE_NUMBER, self.snapshot_id)
 
 
-def check_writable(base: TableMetadata) -> None:
-    """Refuse, before any file is written, a snapshot that icepark cannot write correctly: any
-    on a format version 3 table (see
-    :func:`~icepark.table.change.metadata_builder.v3_writes_unsupported`)."""
-    if base.format_version >= 3:
-        raise v3_writes_unsupported()
-
-
 class SnapshotProducer(ABC):
     """A change that commits one new snapshot to a branch (see the module docstring).
 
@@ -183,7 +177,6 @@ class SnapshotProducer(ABC):
                  snapshot_properties: Mapping[str, str] | None = None) -> None:
         if not branch:
             raise ValidationError("The branch name cannot be empty")
-        check_writable(base)
         self._io = file_io
         self._planned = base
         self.branch = branch
@@ -193,14 +186,17 @@ class SnapshotProducer(ABC):
         self._custom = custom_properties(snapshot_properties)
         self.commit_uuid = str(uuid.uuid4())
         self._added: list[tuple[DataFile, int | None]] = []
-        self._to_remove: dict[str, DataFile | None] = {}
+        self._to_remove: dict[EntryKey, DataFile | None] = {}
+        """Files to remove by :attr:`~icepark.spec.manifest.DataFile.entry_key` (a deletion
+        vector by its Puffin file and offset), with their record when the caller gave it."""
         self._attempts = 0
         self._manifest_count = 0
         self._written: list[str] = []
         self._caller_files: list[str] = []
         self._last_files: set[str] = set()
         self._new_cache: dict[int | None, list[ManifestFile]] = {}
-        self._rewrite_cache: dict[tuple[str, frozenset[str], int | None], ManifestFile] = {}
+        self._rewrite_cache: dict[tuple[str, frozenset[EntryKey], int | None],
+                                  ManifestFile] = {}
         self._done = False
 
     # --------------------------------------------------------------------- what to change
@@ -215,6 +211,17 @@ class SnapshotProducer(ABC):
         if data_file.is_delete and self.format_version < 2:
             raise ValidationError(f"Cannot add delete file {data_file.file_path}: \"Row-level "
                                   "deletes are not supported in v1\"; upgrade the table to v2")
+        if data_file.is_deletion_vector and self.format_version < 3:
+            raise ValidationError(f"Cannot add the deletion vector in {data_file.file_path} to "
+                                  f"a format version {self.format_version} table: \"Deletion "
+                                  "vectors are added in v3 and are not supported in v2 or "
+                                  "earlier\"")
+        if (data_file.content is FileContent.POSITION_DELETES and self.format_version >= 3
+                and not data_file.is_deletion_vector):
+            raise ValidationError(f"Cannot add position delete file {data_file.file_path} to a "
+                                  f"format version {self.format_version} table: \"Position "
+                                  "delete files must not be added to v3 tables\"; write "
+                                  "deletion vectors")
         if data_sequence_number is not None and data_sequence_number < 0:
             raise ValidationError(f"Invalid data sequence number {data_sequence_number}")
         self._added.append((data_file, data_sequence_number))
@@ -224,7 +231,7 @@ class SnapshotProducer(ABC):
         if isinstance(data_file, str):
             self._to_remove.setdefault(data_file, None)
         else:
-            self._to_remove[data_file.file_path] = data_file
+            self._to_remove[data_file.entry_key] = data_file
 
     def validate_from_snapshot(self, snapshot_id: int | None) -> Self:
         """Validate concurrent changes since this snapshot (the one the caller read; None for
@@ -272,10 +279,15 @@ class SnapshotProducer(ABC):
         summary = attempt.summary.build(self.operation, self._previous_totals(attempt))
         location = LocationProvider.of(base).manifest_list_location(
             attempt.snapshot_id, attempt.number, self.commit_uuid)
+        first_row_id = added_rows = None
+        if base.format_version >= 3:  # *Snapshot Row IDs*: "assigned to the table's current
+            first_row_id = base.next_row_id or 0  # next-row-id on each commit attempt"
+            manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
         self._written.append(location)
         write_manifest_list(self._io, location, base.format_version, attempt.snapshot_id,
                             None if parent is None else parent.snapshot_id,
-                            attempt.sequence_number, manifests, properties=base.properties)
+                            attempt.sequence_number, manifests, properties=base.properties,
+                            first_row_id=first_row_id)
         if base.format_version >= 2:  # a v1 list reads back with sequence numbers 0
             _remember_list(location, assign_sequence_numbers(
                 manifests, attempt.snapshot_id, attempt.sequence_number))
@@ -284,7 +296,8 @@ class SnapshotProducer(ABC):
             snapshot_id=attempt.snapshot_id,
             parent_snapshot_id=None if parent is None else parent.snapshot_id,
             sequence_number=attempt.sequence_number, timestamp_ms=now_ms(),
-            manifest_list=location, summary=summary, schema_id=base.current_schema_id)
+            manifest_list=location, summary=summary, schema_id=base.current_schema_id,
+            first_row_id=first_row_id, added_rows=added_rows)
         new_ref = (SnapshotRef.branch(snapshot.snapshot_id) if ref is None
                    else replace(ref, snapshot_id=snapshot.snapshot_id))
         requirements: list[u.TableRequirement] = []
@@ -328,7 +341,7 @@ class SnapshotProducer(ABC):
     def _should_remove(self, attempt: Attempt, manifest: ManifestFile,
                        entry: ManifestEntry) -> bool:
         """Whether a live entry's file is removed by this action."""
-        return entry.data_file.file_path in self._to_remove
+        return entry.data_file.entry_key in self._to_remove
 
     def _keep(self, attempt: Attempt, manifest: ManifestFile) -> bool:
         """Whether an unchanged manifest of the parent stays in the new snapshot: one holding
@@ -411,36 +424,51 @@ class SnapshotProducer(ABC):
     def _filter_manifests(self, attempt: Attempt) -> list[ManifestFile]:
         """The parent's manifests with this action's files removed: a manifest holding some is
         rewritten with them as DELETED ("its manifest entry fields store the snapshot ID in
-        which the file was deleted and status 2") and its other live files as EXISTING."""
-        found: set[str] = set()
-        out: list[ManifestFile] = []
-        for manifest in attempt.parent_manifests:
+        which the file was deleted and status 2") and its other live files as EXISTING.
+
+        Data manifests go first: "When removing a data file, writers must also remove any
+        deletion vector that applies to that data file from delete manifests", so the
+        deletion vectors of the data files removed go too."""
+        found: set[EntryKey] = set()
+        removed_data: set[str] = set()
+        parents = attempt.parent_manifests
+        out: list[ManifestFile | None] = [None] * len(parents)
+        for i in sorted(range(len(parents)),
+                        key=lambda i: parents[i].content is ManifestContent.DELETES):
+            manifest = parents[i]
+            dangling = (removed_data if manifest.content is ManifestContent.DELETES
+                        else frozenset())
             removed: list[ManifestEntry] = []
             entries: list[ManifestEntry] = []
-            if self._may_remove_from(attempt, manifest):
+            if self._may_remove_from(attempt, manifest) or (
+                    dangling and has_live_files(manifest)):
                 entries = list(self.read_entries(attempt, manifest))
-                removed = [e for e in entries
-                           if e.is_live and self._should_remove(attempt, manifest, e)]
+                removed = [e for e in entries if e.is_live and (
+                    self._should_remove(attempt, manifest, e)
+                    or (e.data_file.is_deletion_vector
+                        and e.data_file.referenced_data_file in dangling))]
             if not removed:
                 if self._keep(attempt, manifest):
-                    out.append(manifest)
+                    out[i] = manifest
                 continue
-            paths = frozenset(e.data_file.file_path for e in removed)
+            keys = frozenset(e.data_file.entry_key for e in removed)
             for e in removed:
                 attempt.summary.removed_file(e.data_file)
-            found |= paths
-            out.append(self._rewrite(attempt, manifest, entries, paths))
-        missing = sorted(set(self._to_remove) - found)
+                if e.data_file.content is FileContent.DATA:
+                    removed_data.add(e.data_file.file_path)
+            found |= keys
+            out[i] = self._rewrite(attempt, manifest, entries, keys)
+        missing = sorted(map(str, set(self._to_remove) - found))
         if missing:
             raise ValidationError(
                 f"Cannot remove {len(missing)} file(s) that are no longer in the table: "
                 f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} (\"Replace "
                 "operations must verify that the files that will be deleted are still in the "
                 "table\")")
-        return out
+        return [m for m in out if m is not None]
 
     def _rewrite(self, attempt: Attempt, manifest: ManifestFile, entries: Sequence[ManifestEntry],
-                 removed: frozenset[str]) -> ManifestFile:
+                 removed: frozenset[EntryKey]) -> ManifestFile:
         key = (manifest.manifest_path, removed, attempt.writer_snapshot_id)
         cached = self._rewrite_cache.get(key)
         if cached is not None:
@@ -451,7 +479,7 @@ class SnapshotProducer(ABC):
             for entry in entries:
                 if entry.status is EntryStatus.DELETED:
                     continue  # deleted by an earlier snapshot: not carried forward
-                if entry.data_file.file_path in removed:
+                if entry.data_file.entry_key in removed:
                     writer.delete(entry)
                 else:
                     writer.existing(entry)

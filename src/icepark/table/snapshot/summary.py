@@ -35,6 +35,8 @@ ADDED_EQ_DELETE_FILES = "added-equality-delete-files"
 REMOVED_EQ_DELETE_FILES = "removed-equality-delete-files"
 ADDED_POS_DELETE_FILES = "added-position-delete-files"
 REMOVED_POS_DELETE_FILES = "removed-position-delete-files"
+ADDED_DVS = "added-dvs"
+REMOVED_DVS = "removed-dvs"
 ADDED_RECORDS = "added-records"
 DELETED_RECORDS = "deleted-records"
 ADDED_FILES_SIZE = "added-files-size"
@@ -67,7 +69,8 @@ EMPTY_TOTALS: Mapping[str, str] = dict.fromkeys(TOTAL_KEYS, "0")
 # the change counters, in the order they are written
 _CHANGE_KEYS = (
     ADDED_DATA_FILES, DELETED_DATA_FILES, ADDED_EQ_DELETE_FILES, REMOVED_EQ_DELETE_FILES,
-    ADDED_POS_DELETE_FILES, REMOVED_POS_DELETE_FILES, ADDED_DELETE_FILES, REMOVED_DELETE_FILES,
+    ADDED_POS_DELETE_FILES, REMOVED_POS_DELETE_FILES, ADDED_DVS, REMOVED_DVS,
+    ADDED_DELETE_FILES, REMOVED_DELETE_FILES,
     ADDED_RECORDS, DELETED_RECORDS, ADDED_FILES_SIZE, REMOVED_FILES_SIZE, ADDED_POS_DELETES,
     REMOVED_POS_DELETES, ADDED_EQ_DELETES, REMOVED_EQ_DELETES,
 )
@@ -129,12 +132,18 @@ class SummaryBuilder:
 
     def _update(self, data_file: DataFile, keys: tuple[str, str], any_delete: str,
                 size: str) -> None:
+        """Spec, Appendix F: deletion vectors count as ``added-dvs`` / ``removed-dvs`` (and
+        as delete files, their rows as position deletes); a vector's size is its blob's, not
+        its Puffin file's, which other vectors share."""
         files, rows = keys
+        if data_file.is_deletion_vector:
+            files = ADDED_DVS if files == ADDED_POS_DELETE_FILES else REMOVED_DVS
         self._counts[files] += 1
         self._counts[rows] += data_file.record_count
         if data_file.is_delete:
             self._counts[any_delete] += 1
-        self._counts[size] += data_file.file_size_in_bytes
+        self._counts[size] += (data_file.content_size_in_bytes or 0
+                               if data_file.is_deletion_vector else data_file.file_size_in_bytes)
         self._partitions.add((data_file.spec_id, tuple(data_file.partition)))
 
     def counts(self) -> dict[str, int]:
