@@ -155,8 +155,8 @@ def test_v3_tables_keep_write_defaults_and_assign_row_ids(catalog: BaseCatalog) 
     loaded = catalog.load_table("db.v3")
     assert loaded.schema().find_field("tier").write_default == "free"
     assert loaded.metadata.next_row_id == 2
-    assert loaded.current_snapshot().first_row_id == 0
-    assert loaded.current_snapshot().added_rows == 2
+    snapshot = loaded.current_snapshot()
+    assert snapshot is not None and (snapshot.first_row_id, snapshot.added_rows) == (0, 2)
     assert sorted(loaded.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "tier": "free", "seen": date(1970, 1, 1)},
         {"id": 2, "tier": "free", "seen": date(1970, 1, 1)}]
