@@ -101,6 +101,7 @@ class Task:
     start: int = 0
     length: int | None = None
     partition: tuple[Any, ...] = field(default=())
+    data_sequence_number: int | None = None
 
 
 def task(data_file: DataFile, *delete_files: DataFile, residual: Expr = ALWAYS_TRUE,

@@ -1,13 +1,18 @@
-"""Reserved field IDs: the columns of position delete files.
+"""Reserved field IDs: the columns of position delete files and the row lineage fields.
 
 Spec, *Reserved Field IDs*: "Iceberg tables must not use field ids greater than 2147483447
 (``Integer.MAX_VALUE - 200``). This id range is reserved for metadata columns that can be used
 in user data schemas, like the ``_file`` column that holds the file path in which a row was
 stored." The position delete file's columns are among them (*Position Delete Files*):
-``2147483546 file_path``, ``2147483545 pos`` and ``2147483544 row``.
+``2147483546 file_path``, ``2147483545 pos`` and ``2147483544 row``; and v3 row lineage
+(*Row Lineage*): "``_row_id`` a unique long identifier for every row within the table" and
+"``_last_updated_sequence_number`` the sequence number of the commit that last updated a row",
+``2147483540`` and ``2147483539``, which writers that move rows store in data files.
 
 >>> FILE_PATH.field_id, POS.field_id, ROW_FIELD_ID
 (2147483546, 2147483545, 2147483544)
+>>> ROW_ID.field_id, LAST_UPDATED_SEQUENCE_NUMBER.field_id
+(2147483540, 2147483539)
 """
 
 from __future__ import annotations
@@ -23,3 +28,10 @@ POS = NestedField.required(
     "Ordinal position of a deleted row in the target data file identified by file_path, "
     "starting at 0")
 ROW_FIELD_ID = 2147483544
+ROW_ID = NestedField.optional(
+    2147483540, "_row_id", LONG,
+    "A unique long assigned for row lineage")
+LAST_UPDATED_SEQUENCE_NUMBER = NestedField.optional(
+    2147483539, "_last_updated_sequence_number", LONG,
+    "The sequence number which last updated this row")
+LINEAGE_FIELDS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)

@@ -16,7 +16,14 @@ columns the projection, the filter and the equality deletes need, and streams ba
    :class:`~icepark.expressions.RowEvaluator` (:mod:`icepark.io.arrow.expressions`). They also
    prune row groups by their Parquet statistics, which only ever skips groups without a match.
 4. Metadata columns on request (spec, *Reserved Field IDs*): ``_file``, ``_pos``,
-   ``_spec_id``, ``_partition``.
+   ``_spec_id``, ``_partition``, and v3 row lineage, ``_row_id`` and
+   ``_last_updated_sequence_number`` (spec, *Row lineage assignment*: "When a data file has a
+   non-null ``first_row_id``, readers must: Replace any null or missing ``_row_id`` with the
+   data file's ``first_row_id`` plus the row's ``_pos``; Replace any null or missing
+   ``_last_updated_sequence_number`` to the data file's ``data_sequence_number``; Read any
+   non-null ``_row_id`` or ``_last_updated_sequence_number`` without modification", and "When
+   a data file has a null ``first_row_id``, readers must produce null for ``_row_id`` and
+   ``_last_updated_sequence_number``").
 
 A split (``start``, ``length``) reads the row groups whose first byte is in
 ``[start, start + length)``, the offsets the planner splits at (a data file's
@@ -50,6 +57,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from icepark.errors import UnsupportedFeature, ValidationError
@@ -83,6 +91,7 @@ from icepark.io.arrow.schema import to_arrow_field, to_arrow_schema
 from icepark.io.fileio import FileIO
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from icepark.spec.schema import Schema
 from icepark.spec.types import INT, LONG, STRING, NestedField, StructType
 
@@ -93,7 +102,11 @@ POS = NestedField.required(2147483645, "_pos", LONG, "Ordinal position of a row 
 SPEC_ID = NestedField.required(2147483643, "_spec_id", INT, "Spec ID used to track the file "
                                "containing a row")
 PARTITION_FIELD_ID = 2147483642
-METADATA_COLUMN_NAMES = ("_file", "_pos", "_spec_id", "_partition")
+METADATA_COLUMN_NAMES = ("_file", "_pos", "_spec_id", "_partition", ROW_ID.name,
+                         LAST_UPDATED_SEQUENCE_NUMBER.name)
+LINEAGE_COLUMN_NAMES = frozenset(f.name for f in LINEAGE_FIELDS)
+"""The metadata columns of v3 row lineage: reading them needs each file's inherited
+``first_row_id`` and data sequence number (planned with ``row_lineage``)."""
 
 
 class ScanTask(Protocol):
@@ -113,6 +126,8 @@ class ScanTask(Protocol):
     def length(self) -> int | None: ...
     @property
     def partition(self) -> tuple[Any, ...]: ...
+    @property
+    def data_sequence_number(self) -> int | None: ...
 
 
 def partition_struct(specs: Iterable[PartitionSpec], schema: Schema) -> StructType:
@@ -159,6 +174,7 @@ class _Task:
     partition: tuple[Any, ...]
     start: int
     length: int | None
+    data_sequence_number: int | None = None
 
 
 class ArrowReader:
@@ -206,8 +222,10 @@ class ArrowReader:
                     PARTITION_FIELD_ID, "_partition", self._partition_type,
                     "Partition to which a row belongs")))
             else:
-                fields.append(to_arrow_field({"_file": FILE, "_pos": POS,
-                                              "_spec_id": SPEC_ID}[name]))
+                fields.append(to_arrow_field({"_file": FILE, "_pos": POS, "_spec_id": SPEC_ID,
+                                              ROW_ID.name: ROW_ID,
+                                              LAST_UPDATED_SEQUENCE_NUMBER.name:
+                                              LAST_UPDATED_SEQUENCE_NUMBER}[name]))
         self.arrow_schema = pa.schema(fields)
 
     # --- public API -----------------------------------------------------------------------
@@ -216,24 +234,27 @@ class ArrowReader:
                   residual: Expr | BoundExpr = ALWAYS_TRUE,
                   partition_spec: PartitionSpec | None = None,
                   partition: tuple[Any, ...] | None = None, *, start: int = 0,
-                  length: int | None = None) -> Iterator[Any]:
+                  length: int | None = None,
+                  data_sequence_number: int | None = None) -> Iterator[Any]:
         """Stream the batches of one data file (or of its split ``[start, start+length)``).
 
         ``partition`` defaults to the data file's; ``partition_spec`` to
-        ``partition_specs[data_file.spec_id]``.
+        ``partition_specs[data_file.spec_id]``; ``data_sequence_number`` is the file's, for
+        ``_last_updated_sequence_number``.
         """
         spec = partition_spec if partition_spec is not None else self._specs.get(
             data_file.spec_id)
         task = _Task(data_file, tuple(delete_files), residual,
                      data_file.spec_id if spec is None else spec.spec_id, spec,
                      data_file.partition if partition is None else tuple(partition), start,
-                     length)
+                     length, data_sequence_number)
         return self._read([task])
 
     def read_tasks(self, tasks: Iterable[ScanTask]) -> Iterator[Any]:
         """Stream the batches of every task, in order, sharing delete files between them."""
         return self._read(_Task(t.data_file, tuple(t.delete_files), t.residual, t.spec_id,
-                                self._spec_of(t), tuple(t.partition), t.start, t.length)
+                                self._spec_of(t), tuple(t.partition), t.start, t.length,
+                                t.data_sequence_number)
                           for t in tasks)
 
     def to_table(self, tasks: Iterable[ScanTask]) -> Any:
@@ -294,7 +315,8 @@ class ArrowReader:
             plan = _FilePlan(self, task, project(columns, self.schema, constants),
                              _extras(columns, constants, row_filter, eq_groups),
                              _Deletes(row_filter, eq_groups, deleted),
-                             partition_value=self._partition_value(task))
+                             partition_value=self._partition_value(task),
+                             lineage=_stored_lineage(columns, self.metadata_columns))
             for index, base, rows in self._row_groups(parquet, f, columns, task, row_filter):
                 if count_deleted(deleted, base, rows) == rows:
                     continue
@@ -363,6 +385,18 @@ class _Deletes:
     positions: Any  # sorted deleted positions
 
 
+def _stored_lineage(columns: FileColumns, names: Sequence[str]
+                    ) -> dict[str, tuple[int | None, Any]] | None:
+    """Readers of the row lineage columns the file stores ("When an existing row is moved to a
+    different data file ... The row's existing non-null ``_row_id`` must be copied into the new
+    data file"), by name, for the lineage columns requested; None if none is."""
+    wanted = [f for f in LINEAGE_FIELDS if f.name in names]
+    if not wanted:
+        return None
+    return {f.name: extract(columns, f) if columns.path(f.field_id) is not None else (None, None)
+            for f in wanted}
+
+
 def _extras(columns: FileColumns, constants: Mapping[int, Any], row_filter: BoundExpr,
             eq_groups: list[EqualityDeletes]) -> dict[int, tuple[int | None, Any]]:
     """Flat readers of the fields the filter and the equality deletes compare, by ID."""
@@ -377,15 +411,18 @@ class _FilePlan:
 
     def __init__(self, reader: ArrowReader, task: _Task, projection: Projection,
                  extras: dict[int, tuple[int | None, Any]], deletes: _Deletes, *,
-                 partition_value: Any) -> None:
+                 partition_value: Any,
+                 lineage: dict[str, tuple[int | None, Any]] | None = None) -> None:
         self.task = task
         self.metadata = reader.metadata_columns
         self.arrow_schema = reader.arrow_schema
         self.projection = projection
         self.extras = extras
         self.deletes = deletes
+        self.lineage = lineage
         self.tops = sorted(set(projection.file_columns)
-                           | {t for t, _ in extras.values() if t is not None})
+                           | {t for t, _ in extras.values() if t is not None}
+                           | {t for t, _ in (lineage or {}).values() if t is not None})
         self.positions = {top: i for i, top in enumerate(self.tops)}
         self.partition_value = partition_value
 
@@ -398,6 +435,7 @@ class _FilePlan:
             batch = batch.filter(pa.array(keep))
             positions = positions[keep]
             n = batch.num_rows
+        lineage = self._lineage(batch, positions)
         out = self.projection.apply(batch, self.positions)
         if self.extras and n:
             values = {fid: fn(batch.column(self.positions[top])) if top is not None else fn(n)
@@ -409,14 +447,41 @@ class _FilePlan:
                 matched = evaluate(self.deletes.row_filter, values, n)
                 mask &= np.asarray(matched.to_numpy(zero_copy_only=False), dtype=bool)
             if not mask.all():
-                out = out.filter(pa.array(mask))
+                keep_rows = pa.array(mask)
+                out = out.filter(keep_rows)
                 positions = positions[mask]
+                lineage = {k: v.filter(keep_rows) for k, v in lineage.items()}
         if not self.metadata:
             return out
-        return pa.RecordBatch.from_arrays([*out.columns, *self._metadata(positions)],
+        return pa.RecordBatch.from_arrays([*out.columns, *self._metadata(positions, lineage)],
                                           schema=self.arrow_schema)
 
-    def _metadata(self, positions: Any) -> list[Any]:
+    def _lineage(self, batch: Any, positions: Any) -> dict[str, Any]:
+        """The row lineage columns of the batch's rows (at file ``positions``): stored values,
+        else inherited from the file's ``first_row_id`` and data sequence number."""
+        if self.lineage is None:
+            return {}
+        n = len(positions)
+        first_row_id = self.task.data_file.first_row_id
+        seq = self.task.data_sequence_number
+        out = {}
+        for name, (top, read) in self.lineage.items():
+            if first_row_id is None:
+                out[name] = pa.nulls(n, pa.int64())
+                continue
+            if name == ROW_ID.name:
+                inherited = pa.array(positions + first_row_id, pa.int64())
+            else:
+                inherited = pa.nulls(n, pa.int64()) if seq is None else repeat(
+                    pa.array([seq], pa.int64()), n)
+            if top is None:
+                out[name] = inherited
+            else:
+                stored = pc.cast(read(batch.column(self.positions[top])), pa.int64())
+                out[name] = pc.coalesce(stored, inherited)
+        return out
+
+    def _metadata(self, positions: Any, lineage: Mapping[str, Any]) -> list[Any]:
         n = len(positions)
         arrays = []
         for name in self.metadata:
@@ -427,8 +492,10 @@ class _FilePlan:
                     arrays.append(pa.array(positions, pa.int64()))
                 case "_spec_id":
                     arrays.append(repeat(pa.array([self.task.spec_id], pa.int32()), n))
-                case _:
+                case "_partition":
                     arrays.append(repeat(self.partition_value, n))
+                case _:
+                    arrays.append(lineage[name])
         return arrays
 
 

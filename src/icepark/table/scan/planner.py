@@ -114,8 +114,14 @@ class ManifestPlanner:
     def __init__(self, metadata: TableMetadata, file_io: FileIO, schema: Schema,
                  row_filter: Expr, *, case_sensitive: bool = True,
                  workers: int = PLANNING_WORKERS, include_column_stats: bool = False,
-                 stats_columns: Iterable[int] = ()) -> None:
+                 stats_columns: Iterable[int] = (), row_lineage: bool = False) -> None:
         self.file_io, self.schema = file_io, schema
+        self.row_lineage = row_lineage
+        """Whether the planned files carry their inherited ``first_row_id`` and the tasks
+        their data sequence number, as readers of ``_row_id`` and
+        ``_last_updated_sequence_number`` need. *First Row ID Inheritance* counts the rows of
+        every earlier file of a manifest, so partitions and metrics are then tested after
+        every entry is decoded."""
         self.row_filter, self.case_sensitive, self.workers = row_filter, case_sensitive, workers
         bound = rewrite_not(bind(row_filter, schema, case_sensitive))  # unknown columns fail
         self.always_true = isinstance(bound, AlwaysTrue)
@@ -236,7 +242,8 @@ class ManifestPlanner:
         return read(file_io or self.file_io, manifest, specs_by_id=self.specs,
                     stats=stats or self.data_stats(_NO_DELETES),
                     partition_filter=self._partition_gate(manifest),
-                    metrics_filter=self._cannot_match if metrics else None, **options)
+                    metrics_filter=self._cannot_match if metrics else None,
+                    row_ids=self.row_lineage, **options)
 
     def _matching(self, files: list[DataFile], items: list[T], metrics: bool) -> list[T]:
         """The ``items`` (entries or the files themselves) of ``files`` that have rows and
@@ -319,18 +326,19 @@ class ManifestPlanner:
         if given, else the planner's)."""
         task = trusted_task
         with cyclic_gc_paused():
-            if added_by is None and index.is_empty:  # nothing to look up by entry
+            if added_by is None and index.is_empty and not self.row_lineage:
+                # nothing to look up by entry
                 files = self.files(manifest, stats=self.data_stats(index), file_io=file_io)
                 if self.always_true:
                     return [task(f, (), ALWAYS_TRUE, f.spec_id, 0, f.file_size_in_bytes,
-                                 f.partition) for f in files]
+                                 f.partition, None) for f in files]
                 residual = self.residual
                 return [task(f, (), residual(f), f.spec_id, 0, f.file_size_in_bytes,
-                             f.partition) for f in files]
+                             f.partition, None) for f in files]
             residual = self.residual
             for_data_file = index.for_data_file
             return [task(f, for_data_file(e.sequence_number or 0, f), residual(f), f.spec_id, 0,
-                         f.file_size_in_bytes, f.partition)
+                         f.file_size_in_bytes, f.partition, e.sequence_number)
                     for e in self.entries(manifest, added_by, stats=self.data_stats(index),
                                           file_io=file_io)
                     for f in (e.data_file,)]

@@ -15,8 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
-from icepark.io.arrow.reader import ArrowReader
+from icepark.io.arrow.reader import LINEAGE_COLUMN_NAMES, ArrowReader
 from icepark.table.scan.scan import TableScan
+from icepark.table.scan.tasks import FileScanTask
 
 
 class DataScan(TableScan):
@@ -35,18 +36,23 @@ class DataScan(TableScan):
 
     def to_batches(self, metadata_columns: Sequence[str] = ()) -> Iterator[Any]:
         """Stream the rows as ``pyarrow.RecordBatch`` es, one planned task after another."""
-        return self.reader(metadata_columns).read_tasks(self.plan_files())
+        return self.reader(metadata_columns).read_tasks(self._tasks(metadata_columns))
 
     def to_arrow(self, metadata_columns: Sequence[str] = ()) -> Any:
         """All rows as one ``pyarrow.Table`` (metadata columns ``_file``, ``_pos``,
-        ``_spec_id``, ``_partition`` on request)."""
-        return self.reader(metadata_columns).to_table(self.plan_files())
+        ``_spec_id``, ``_partition``, ``_row_id`` and ``_last_updated_sequence_number`` on
+        request)."""
+        return self.reader(metadata_columns).to_table(self._tasks(metadata_columns))
 
     def to_arrow_batch_reader(self, metadata_columns: Sequence[str] = ()) -> Any:
         """The rows as a ``pyarrow.RecordBatchReader`` (bounded memory)."""
         reader = self.reader(metadata_columns)
         return pa.RecordBatchReader.from_batches(reader.arrow_schema,
-                                                 reader.read_tasks(self.plan_files()))
+                                                 reader.read_tasks(self._tasks(metadata_columns)))
+
+    def _tasks(self, metadata_columns: Sequence[str]) -> Iterator[FileScanTask]:
+        """The planned tasks, with row lineage when a lineage column is read."""
+        return self.plan_files(row_lineage=bool(LINEAGE_COLUMN_NAMES & set(metadata_columns)))
 
     def count(self) -> int:
         """The number of rows the scan returns: from metadata when no delete file applies and

@@ -269,17 +269,19 @@ class TableScan:
     # ------------------------------------------------------------------ planning
 
     def planner(self, *, include_column_stats: bool = False,
-                stats_columns: Iterable[int] = ()) -> ManifestPlanner:
+                stats_columns: Iterable[int] = (), row_lineage: bool = False
+                ) -> ManifestPlanner:
         """The planner of this scan's filter (binding it: an unknown column or a literal of the
         wrong type is a :class:`ValidationError`)."""
         self.projection()  # unknown selected columns fail too
         return ManifestPlanner(self.metadata, self.io, self.schema(), self.row_filter,
                                case_sensitive=self.case_sensitive,
                                include_column_stats=include_column_stats,
-                               stats_columns=stats_columns)
+                               stats_columns=stats_columns, row_lineage=row_lineage)
 
     def plan_files(self, *, include_column_stats: bool = False,
-                   stats_columns: Iterable[int] = ()) -> Iterator[FileScanTask]:
+                   stats_columns: Iterable[int] = (),
+                   row_lineage: bool = False) -> Iterator[FileScanTask]:
         """One task per live data file that may hold matching rows, with the delete files that
         apply to it and its residual. Streams: manifests are decoded as tasks are consumed.
         A manifest missing from storage raises ``FileNotFound`` naming it.
@@ -288,9 +290,12 @@ class TableScan:
         filter's columns, of the equality delete columns, of the :func:`presence_columns`
         and of ``stats_columns`` (column IDs) only, their other metrics None; with
         ``include_column_stats`` every metric map of every column. Decoding every column's
-        metrics is most of the cost of reading a manifest. Delete files keep all of theirs."""
+        metrics is most of the cost of reading a manifest. Delete files keep all of theirs.
+        With ``row_lineage``, the data files carry their inherited ``first_row_id`` and the
+        tasks their data sequence number (for reading ``_row_id`` and
+        ``_last_updated_sequence_number``)."""
         planner = self.planner(include_column_stats=include_column_stats,
-                               stats_columns=stats_columns)
+                               stats_columns=stats_columns, row_lineage=row_lineage)
         snapshot = self._snapshot
         if snapshot is None:
             return iter(())

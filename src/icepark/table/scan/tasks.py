@@ -66,7 +66,10 @@ class FileScanTask:
     the rows matching ``residual`` (an unbound expression naming the scan's columns).
 
     ``partition`` and ``spec_id`` are the data file's (also on ``data_file``), kept at the top
-    for readers that add partition values as constant columns.
+    for readers that add partition values as constant columns. ``data_sequence_number`` is the
+    file's data sequence number when the planner decoded it (it does when delete files apply or
+    row lineage is read: "On read, if ``_last_updated_sequence_number`` is ``null`` it is
+    assigned the ``sequence_number`` of the data file's manifest entry"), else None.
     """
 
     data_file: DataFile
@@ -76,6 +79,7 @@ class FileScanTask:
     start: int = 0
     length: int = 0
     partition: tuple[Any, ...] = ()
+    data_sequence_number: int | None = None
 
     @staticmethod
     def of(data_file: DataFile, delete_files: tuple[DataFile, ...] = (),
@@ -218,7 +222,7 @@ def plan_tasks(tasks: Iterable[FileScanTask], target_size: int = SPLIT_SIZE_DEFA
 
 _DATA_FILE = trusted_constructor(DataFile)
 _DATA_FILE_FIELDS = attrgetter(*(f.name for f in fields(DataFile)))
-Packed = tuple[tuple[Any, ...], tuple[DataFile, ...], Expr, int, int]
+Packed = tuple[tuple[Any, ...], tuple[DataFile, ...], Expr, int, int, int | None]
 _PRODUCE: Callable[[Any], list[FileScanTask]] | None = None
 
 
@@ -226,15 +230,16 @@ def pack(tasks: list[FileScanTask]) -> list[Packed]:
     """Tasks as tuples of their fields: a frozen dataclass unpickles through one ``setattr``
     per field, several times slower than building it again from a tuple."""
     fields_of = _DATA_FILE_FIELDS
-    return [(fields_of(t.data_file), t.delete_files, t.residual, t.start, t.length)
-            for t in tasks]
+    return [(fields_of(t.data_file), t.delete_files, t.residual, t.start, t.length,
+             t.data_sequence_number) for t in tasks]
 
 
 def unpack(packed: list[Packed]) -> list[FileScanTask]:
     out = []
-    for values, deletes, residual, start, length in packed:
+    for values, deletes, residual, start, length, seq in packed:
         f = _DATA_FILE(*values)  # checked in the worker
-        out.append(trusted_task(f, deletes, residual, f.spec_id, start, length, f.partition))
+        out.append(trusted_task(f, deletes, residual, f.spec_id, start, length, f.partition,
+                                seq))
     return out
 
 
