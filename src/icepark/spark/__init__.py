@@ -88,10 +88,14 @@ def configure(spark: SparkSession, catalog: Catalog | str | None = None,
 def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
         spark: SparkSession, table: TableLike, row_filter: str | Expr | None = None,
         columns: Sequence[str] | None = None, snapshot_id: int | None = None,
-        as_of_timestamp: int | None = None, ref: str | None = None) -> DataFrame:
+        as_of_timestamp: int | None = None, ref: str | None = None, *,
+        metadata_columns: Sequence[str] = ()) -> DataFrame:
     """The rows of ``table`` matching ``row_filter`` (``"kind = 'click' AND id > 5"``), with
     ``columns`` (all by default), at the current snapshot or one chosen by ``snapshot_id``,
-    ``as_of_timestamp`` (milliseconds) or ``ref`` (a branch or tag).
+    ``as_of_timestamp`` (milliseconds) or ``ref`` (a branch or tag), then the
+    ``metadata_columns`` asked for: ``_file``, ``_pos``, ``_spec_id`` and, on format
+    version 3 tables, the row lineage columns ``_row_id`` and
+    ``_last_updated_sequence_number``.
 
     Only the planned files and needed columns are read, by Spark's own Parquet reader, with
     deletes applied (:func:`icepark.spark.reader.read.read`).
@@ -100,7 +104,7 @@ def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
     from icepark.spark.tables import resolve  # noqa: PLC0415
 
     return read_table(spark, resolve(spark, table), row_filter, columns, snapshot_id,
-                      as_of_timestamp, ref)
+                      as_of_timestamp, ref, metadata_columns=metadata_columns)
 
 
 def read_incremental(  # noqa: PLR0917 - the order of icepark.spark.reader.read

@@ -17,6 +17,8 @@ stored." The position delete file's columns are among them (*Position Delete Fil
 
 from __future__ import annotations
 
+from icepark.errors import ValidationError
+from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
 
 FILE_PATH = NestedField.required(
@@ -35,3 +37,20 @@ LAST_UPDATED_SEQUENCE_NUMBER = NestedField.optional(
     2147483539, "_last_updated_sequence_number", LONG,
     "The sequence number which last updated this row")
 LINEAGE_FIELDS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+
+
+def with_lineage(schema: Schema) -> Schema:
+    """``schema`` with the row lineage fields last: the columns of data files a writer writes
+    when it moves existing rows ("When an existing row is moved to a different data file for
+    any reason, writers should write ``_row_id`` and ``_last_updated_sequence_number``").
+
+    >>> [f.name for f in with_lineage(Schema.of(NestedField.required(1, "id", LONG))).fields]
+    ['id', '_row_id', '_last_updated_sequence_number']
+    """
+    clash = [f.name for f in LINEAGE_FIELDS if schema.as_struct().field_by_name(f.name)]
+    if clash:
+        raise ValidationError(f"Column {clash[0]!r} has the name of a row lineage metadata "
+                              "column; rename it before moving rows of this format version 3 "
+                              "table")
+    return Schema((*schema.fields, *LINEAGE_FIELDS), schema.schema_id,
+                  schema.identifier_field_ids)

@@ -32,9 +32,11 @@ from typing import Protocol
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
 
 from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
+from icepark.io.arrow.reader import LINEAGE_COLUMN_NAMES
 from icepark.spark.filters import spark_filter
 from icepark.spark.reader.scan_rows import scan_rows
 from icepark.spark.schema import quote, read_columns, to_spark
@@ -49,16 +51,19 @@ from icepark.table.table import Table
 def read(  # noqa: PLR0917 - the brief's positional order
         spark: SparkSession, table: Table, row_filter: str | Expr | None = None,
         columns: Sequence[str] | None = None, snapshot_id: int | None = None,
-        as_of_timestamp: int | None = None, ref: str | None = None) -> DataFrame:
+        as_of_timestamp: int | None = None, ref: str | None = None, *,
+        metadata_columns: Sequence[str] = ()) -> DataFrame:
     """The rows of ``table`` (at a snapshot, ref or time) matching ``row_filter``, with the
     ``columns`` (full dotted names; all by default) in table order, as a DataFrame in the
-    table layout (:func:`icepark.spark.schema.to_spark`). Names in ``columns`` and
-    ``row_filter`` resolve as the session resolves them (``spark.sql.caseSensitive``)."""
+    table layout (:func:`icepark.spark.schema.to_spark`), then the ``metadata_columns``
+    (``_file``, ``_pos``, ``_spec_id``, ``_row_id``, ``_last_updated_sequence_number``).
+    Names in ``columns`` and ``row_filter`` resolve as the session resolves them
+    (``spark.sql.caseSensitive``)."""
     scan = table.scan(ALWAYS_TRUE if row_filter is None else row_filter,
                       selected_fields=tuple(columns) if columns is not None else ("*",),
                       case_sensitive=case_sensitive(spark),
                       snapshot_id=snapshot_id, as_of_timestamp=as_of_timestamp, ref=ref)
-    return _read_scan(spark, table, scan)
+    return _read_scan(spark, table, scan, metadata_columns)
 
 
 def read_incremental(  # noqa: PLR0917 - the brief's positional order
@@ -86,29 +91,34 @@ class _Scan(Protocol):
 
     def schema(self) -> Schema: ...
     def projection(self) -> Schema: ...
-    def plan_files(self) -> Iterable[FileScanTask]: ...
+    def plan_files(self, *, row_lineage: bool = False) -> Iterable[FileScanTask]: ...
 
 
-def _read_scan(spark: SparkSession, table: Table, scan: _Scan) -> DataFrame:
+def _read_scan(spark: SparkSession, table: Table, scan: _Scan,
+               metadata_columns: Sequence[str] = ()) -> DataFrame:
     full, projection = scan.schema(), scan.projection()
     bound = rewrite_not(bind(scan.row_filter, full, scan.case_sensitive))
     condition = spark_filter(bound, full)  # fails early on untranslatable predicates
     names = [*scan.selected_fields,
              *sorted(n for i in referenced_ids(bound)
                      if (n := full.find_column_name(i)) is not None)]
-    tasks = list(scan.plan_files())
+    metadata = list(dict.fromkeys(metadata_columns))
+    tasks = list(scan.plan_files(row_lineage=bool(LINEAGE_COLUMN_NAMES & set(metadata))))
     if not tasks or condition is False:
-        return spark.createDataFrame([], to_spark(projection))
+        empty = scan_rows(spark, table, [], full, names, metadata_columns=metadata).rows
+        return spark.createDataFrame([], T.StructType(
+            [*to_spark(projection).fields, *empty.schema.fields[-len(metadata):]]
+            if metadata else to_spark(projection).fields))
     scanned = scan_rows(spark, table, tasks, full, names,
                         condition=condition if isinstance(condition, Column) else None,
-                        case_sensitive=scan.case_sensitive)
+                        case_sensitive=scan.case_sensitive, metadata_columns=metadata)
     extended = scanned.schema
-    df = scanned.rows.select(*read_columns(extended))
+    df = scanned.rows.select(*read_columns(extended), *metadata)
     return df.select(*(_conform(F.col(quote(f.name)), f.field_type,
                                 extended.find_field(f.field_id).field_type).alias(
                                     f.name, metadata=s.metadata)
                        for f, s in zip(projection.fields, to_spark(projection).fields,
-                                       strict=True)))
+                                       strict=True)), *metadata)
 
 
 def _conform(col: Column, wanted: IcebergType, have: IcebergType) -> Column:

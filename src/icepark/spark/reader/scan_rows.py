@@ -19,9 +19,15 @@ deletes".
 On request each row keeps its data file's number (:data:`FILE_NUMBER`, an index into
 :attr:`ScanRows.files`) and its position in that file (:data:`ROW_POSITION`, Spark's
 ``_metadata.row_index``: "position in the data file, starting at 0", as position deletes
-count). Rows are tied to files by joining their raw ``_metadata.file_path`` with a small
-broadcast table of Spark's path strings per planned file, after the ``condition`` (when given)
-has dropped the rows it does not keep: no string work per row.
+count), and the metadata columns ``_file``, ``_pos``, ``_spec_id`` and the v3 row lineage
+columns ``_row_id`` and ``_last_updated_sequence_number`` (spec, *Row lineage assignment*: a
+stored non-null value as it is, else "the ``first_row_id`` from its containing data file plus
+the row position" and "the ``sequence_number`` of the data file's manifest entry"; null for a
+file without a ``first_row_id``). The lineage columns a file stores are read by their reserved
+field IDs; the per-file values come from a small broadcast table. Rows are tied to files by
+joining their raw ``_metadata.file_path`` with a small broadcast table of Spark's path strings
+per planned file, after the ``condition`` (when given) has dropped the rows it does not keep:
+no string work per row.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 from pyspark.sql import types as T  # noqa: N812
 
-from icepark.errors import UnsupportedFeature
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
 from icepark.spark.paths import spark_file_paths, spark_location
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
@@ -42,6 +48,7 @@ from icepark.spark.reader.files import group_columns, group_files
 from icepark.spark.schema import read_schema
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
 from icepark.spec.schema import Schema
 from icepark.spec.types import NestedField
 from icepark.table.scan.scan import select_columns
@@ -51,8 +58,13 @@ from icepark.table.table import Table
 
 ROW_POSITION = ROW_INDEX
 """The column of a row's position in its data file (a long), with ``positions=True``."""
+METADATA_COLUMNS = ("_file", "_pos", "_spec_id", ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)
+"""The metadata columns :func:`scan_rows` adds on request (spec, *Reserved Field IDs*)."""
+STORED_LINEAGE = {f.name: f"__icepark_stored{f.name}" for f in LINEAGE_FIELDS}
+"""The names under which the lineage columns a data file stores are read."""
 
-__all__ = ["FILE_NUMBER", "ROW_POSITION", "ScanRows", "check_parquet", "scan_rows"]
+__all__ = ["FILE_NUMBER", "METADATA_COLUMNS", "ROW_POSITION", "STORED_LINEAGE", "ScanRows",
+           "check_parquet", "scan_rows"]
 
 
 @dataclass(frozen=True)
@@ -71,14 +83,21 @@ class ScanRows:
 
 def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
               schema: Schema, names: Sequence[str], *, condition: Column | None = None,
-              positions: bool = False, case_sensitive: bool = True) -> ScanRows:
+              positions: bool = False, case_sensitive: bool = True,
+              metadata_columns: Sequence[str] = ()) -> ScanRows:
     """The rows of ``tasks``' data files that none of their delete files deletes, with the
     columns ``names`` (full dotted names of ``schema``, ``*`` for all), kept only where
     ``condition`` (a Spark condition over those columns) is true; with ``positions``, each row
-    also has its file's number and its position in the file.
+    also has its file's number and its position in the file; ``metadata_columns`` (of
+    :data:`METADATA_COLUMNS`) are added last, by name. The lineage columns need the tasks to
+    be planned with ``row_lineage`` (their data sequence numbers).
 
     Raises :class:`~icepark.errors.UnsupportedFeature` for a non-Parquet data or delete file.
     """
+    unknown = [c for c in metadata_columns if c not in METADATA_COLUMNS]
+    if unknown:
+        raise ValidationError(f"Unknown metadata column(s) {unknown}: the Spark reader "
+                              f"provides {list(METADATA_COLUMNS)}")
     metadata = table.metadata
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     deletes: dict[str, list[DataFile]] = {}
@@ -95,20 +114,27 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
     equality_ids = {i for found in deletes.values() for d in found
                     if d.content is FileContent.EQUALITY_DELETES for i in d.equality_ids or ()}
     extended = _with_equality_columns(metadata, schema, names, equality_ids, case_sensitive)
+    read = extended
+    lineage = [f for f in LINEAGE_FIELDS if f.name in metadata_columns]
+    if lineage:  # the values files store, by their reserved IDs
+        stored = tuple(NestedField.optional(f.field_id, STORED_LINEAGE[f.name], f.field_type)
+                       for f in lineage)
+        read = Schema((*extended.fields, *stored), extended.schema_id)
     if not files:
         extra = [T.StructField(FILE_NUMBER, T.IntegerType(), False),
                  T.StructField(ROW_POSITION, T.LongType(), False)] if positions else []
+        extra += [_metadata_field(name) for name in metadata_columns]
         empty = T.StructType([*read_schema(extended).fields, *extra])
         return ScanRows(spark.createDataFrame([], empty), extended, ())
 
-    tagged = positions or any(deletes.values())
+    tagged = positions or any(deletes.values()) or bool(metadata_columns)
     specs = {s.spec_id: s for s in metadata.partition_specs}
     mapping = name_mapping_from_properties(metadata.properties)
     frames, forms = [], {}
-    for group in group_files(table.io, list(files.values()), extended, specs, mapping):
+    for group in group_files(table.io, list(files.values()), read, specs, mapping):
         raw = spark.read.schema(group.read_type).parquet(
             *(spark_location(p) for p in group.paths))
-        columns = group_columns(group, extended)
+        columns = group_columns(group, read)
         if tagged:
             forms.update(spark_file_paths(raw))
             columns += [F.col("_metadata.file_path").alias(SPARK_PATH),
@@ -118,8 +144,50 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
     if condition is not None:
         df = df.filter(condition)
     if tagged:
-        df = apply_deletes(spark, df, extended, deletes, forms, keep_file=positions)
+        df = apply_deletes(spark, df, extended, deletes, forms,
+                           keep_file=positions or bool(metadata_columns))
+    if metadata_columns:
+        seqs = {t.data_file.file_path: t.data_sequence_number for t in tasks}
+        df = _with_metadata(spark, df, list(files.values()), seqs, metadata_columns)
+        if not positions:
+            df = df.drop(FILE_NUMBER, ROW_POSITION)
     return ScanRows(df, extended, tuple(files.values()))
+
+
+def _metadata_field(name: str) -> T.StructField:
+    """The Spark field of a metadata column."""
+    return {"_file": T.StructField("_file", T.StringType(), False),
+            "_pos": T.StructField("_pos", T.LongType(), False),
+            "_spec_id": T.StructField("_spec_id", T.IntegerType(), False)}.get(
+        name, T.StructField(name, T.LongType(), True))
+
+
+def _with_metadata(spark: SparkSession, df: DataFrame, files: Sequence[DataFile],
+                   seqs: dict[str, int | None], names: Sequence[str]) -> DataFrame:
+    """``df`` (with :data:`FILE_NUMBER` and :data:`ROW_POSITION`) with the metadata columns
+    ``names``, from a broadcast table of each file's path, spec, first row ID and data
+    sequence number."""
+    per_file = spark.createDataFrame(
+        [(i, f.file_path, f.spec_id, f.first_row_id, seqs.get(f.file_path))
+         for i, f in enumerate(files)],
+        f"{FILE_NUMBER} int, __icepark_path string, __icepark_spec int, "
+        "__icepark_first long, __icepark_seq long")
+    df = df.join(F.broadcast(per_file), FILE_NUMBER)
+    first = F.col("__icepark_first")
+    position = F.col(ROW_POSITION)
+    values = {
+        "_file": F.col("__icepark_path"),
+        "_pos": position,
+        "_spec_id": F.col("__icepark_spec"),
+        ROW_ID.name: F.when(first.isNull(), F.lit(None).cast("long")).otherwise(
+            F.coalesce(F.col(STORED_LINEAGE[ROW_ID.name]), first + position)),
+        LAST_UPDATED_SEQUENCE_NUMBER.name: F.when(first.isNull(), F.lit(None).cast(
+            "long")).otherwise(F.coalesce(F.col(STORED_LINEAGE[
+                LAST_UPDATED_SEQUENCE_NUMBER.name]), F.col("__icepark_seq"))),
+    }
+    df = df.select("*", *(values[n].alias(n) for n in names))
+    return df.drop("__icepark_path", "__icepark_spec", "__icepark_first", "__icepark_seq",
+                   *(STORED_LINEAGE[n] for n in names if n in STORED_LINEAGE))
 
 
 def check_parquet(f: DataFile, data_file: DataFile) -> None:

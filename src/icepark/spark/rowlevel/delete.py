@@ -65,6 +65,7 @@ from icepark.spark.writer.tasks import delete_job_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.reserved import LINEAGE_FIELDS
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.scan.tasks import FileScanTask
@@ -186,7 +187,9 @@ def _plan(table: Table, expr: Expr, branch: str) -> _Plan | None:
     if head is None or condition is False:
         return None
     names = sorted(n for i in referenced_ids(bound) if (n := schema.find_column_name(i)))
-    tasks = list(scan.plan_files())
+    # v3: the rows a rewrite moves keep their lineage, so their files' first row IDs and
+    # data sequence numbers are planned too
+    tasks = list(scan.plan_files(row_lineage=metadata.format_version >= 3))
     if not tasks:
         return None
     matches = FileFilter(metadata, expr)
@@ -249,12 +252,17 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
         return _delete_whole_files(table, plan, removed, counts=counts, branch=branch,
                                        properties=properties)
     schema = metadata.schema()
+    # v3, *Row lineage assignment*: "The row's existing non-null ``_row_id`` must be copied
+    # into the new data file" and, as the rows are not modified, "the existing non-null
+    # ``_last_updated_sequence_number`` value must be copied to the new data file"
+    lineage = [f.name for f in LINEAGE_FIELDS] if metadata.format_version >= 3 else []
     kept = scan_rows(spark, table, rewritten, schema, ["*"],
-                     condition=~F.coalesce(plan.condition, F.lit(False)))
+                     condition=~F.coalesce(plan.condition, F.lit(False)),
+                     metadata_columns=lineage)
     old = [t.data_file for t in rewritten]  # their bytes per row predict the new files'
     row_bytes = sum(f.file_size_in_bytes for f in old) / sum(f.record_count for f in old)
-    written = write_data_files(kept.rows.select(*read_columns(schema)), metadata, table.io,
-                               row_bytes=row_bytes)
+    written = write_data_files(kept.rows.select(*read_columns(schema), *lineage), metadata,
+                               table.io, row_bytes=row_bytes, lineage=bool(lineage))
     try:
         (table.new_overwrite(branch=branch,
                              snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})

@@ -55,6 +55,8 @@ from icepark.spark.writer.tasks import (
 )
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.reserved import with_lineage
+from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 
 RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
@@ -90,27 +92,32 @@ def write_data_files(
         df: DataFrame, metadata: TableMetadata, file_io: FileIO, *,
         row_filter: Expr | None = None, snapshot: Snapshot | None = None,
         row_bytes: float | None = None,
-        io_properties: Mapping[str, str] | None = None) -> WrittenFiles:
+        io_properties: Mapping[str, str] | None = None,
+        lineage: bool = False) -> WrittenFiles:
     """Write ``df`` (in the table layout of ``metadata``'s current schema) to new data files
     of its current schema and default spec (see the module docstring).
 
     ``row_filter``: every row must match it (checked in the Python workers). ``snapshot``: the
     snapshot the files will be committed on top of, whose data files give the expected row
     size on the native path unless ``row_bytes`` is given. ``io_properties``: FileIO
-    properties of the Python workers.
+    properties of the Python workers. With ``lineage``, ``df`` has the row lineage columns
+    ``_row_id`` and ``_last_updated_sequence_number`` last, and the files store them
+    (:func:`icepark.spec.reserved.with_lineage`: rows moved from other files keep their
+    lineage).
     """
+    schema = with_lineage(metadata.schema()) if lineage else metadata.schema()
     task = new_task(metadata, row_filter=row_filter, presorted=True,
-                    io_properties=io_properties)
+                    io_properties=io_properties, schema=schema)
     native = ineligibility(metadata, row_filter) is None
     written = WrittenFiles(task.job_id, task.data_path, native, [])
     try:
         if native:
             records = max_records_per_file(metadata, file_io, snapshot, row_bytes)
             files = NativeWriteJob(task.job_id, task.data_path).write(
-                df, metadata, file_io, max_records_per_file=records)
+                df, metadata, file_io, max_records_per_file=records, schema=schema)
         else:
-            files = collect_files(distribute(df, metadata).mapInArrow(map_function(task),
-                                                                      RECORDS))
+            files = collect_files(distribute(df, metadata, schema).mapInArrow(
+                map_function(task), RECORDS))
     except BaseException as e:
         written.abort(file_io)
         converted = task_error(e)
@@ -122,24 +129,31 @@ def write_data_files(
 
 def new_task(metadata: TableMetadata, *, row_filter: Expr | None = None,
              presorted: bool = False, case_sensitive: bool = True,
-             io_properties: Mapping[str, str] | None = None) -> WriteTask:
-    """The task value of a new Python-worker write job to ``metadata``'s current schema and
-    default spec."""
+             io_properties: Mapping[str, str] | None = None,
+             schema: Schema | None = None) -> WriteTask:
+    """The task value of a new Python-worker write job to ``metadata``'s current schema (or
+    ``schema``, the columns of the files: the current schema plus row lineage) and default
+    spec."""
     order = metadata.sort_order()
+    metadata.spec().check_writable()  # no unknown transforms: before any file is written
+    order.check_writable()
     return WriteTask(
         job_id=str(uuid.uuid4()), table_location=metadata.location,
-        properties=dict(metadata.properties), schema=metadata.schema(), spec=metadata.spec(),
+        properties=dict(metadata.properties), schema=schema or metadata.schema(),
+        spec=metadata.spec(),
         sort_order_id=None if order.is_unsorted else order.order_id, presorted=presorted,
         row_filter=row_filter, case_sensitive=case_sensitive,
         io_properties=dict(io_properties or {}))
 
 
-def distribute(df: DataFrame, metadata: TableMetadata) -> DataFrame:
-    """``df`` (in the table layout) with partition value columns appended, distributed by
-    ``write.distribution-mode`` and sorted within each task by partition values and the
-    default sort order (:func:`icepark.spark.writer.distribution.distributed`); then in the file
-    layout (uuid as bytes) for the Python-worker writer."""
-    schema, spec = metadata.schema(), metadata.spec()
+def distribute(df: DataFrame, metadata: TableMetadata,
+               schema: Schema | None = None) -> DataFrame:
+    """``df`` (in the table layout of ``schema``, default the current schema) with partition
+    value columns appended, distributed by ``write.distribution-mode`` and sorted within each
+    task by partition values and the default sort order
+    (:func:`icepark.spark.writer.distribution.distributed`); then in the file layout (uuid as
+    bytes) for the Python-worker writer."""
+    schema, spec = schema or metadata.schema(), metadata.spec()
     parts = [(f"{PARTITION_PREFIX}{i}", c)
              for i, c in enumerate(partition_columns(spec, schema, df))]
     frame = distributed(df, metadata, parts)

@@ -163,11 +163,13 @@ class NativeWriteJob:
         return f"{self.data_path}/{self.job_id}"
 
     def write(self, df: DataFrame, metadata: TableMetadata, file_io: FileIO, *,
-              max_records_per_file: int | None = None) -> list[DataFile]:
-        """Write ``df`` (in the table layout, conformed to the current schema) and return
-        the records of the files written; each file holds at most ``max_records_per_file``
-        rows (Spark's ``maxRecordsPerFile``; None: no limit)."""
-        schema, spec = metadata.schema(), metadata.spec()
+              max_records_per_file: int | None = None,
+              schema: Schema | None = None) -> list[DataFile]:
+        """Write ``df`` (in the table layout, conformed to the current schema, or to
+        ``schema``: the current one plus row lineage) and return the records of the files
+        written; each file holds at most ``max_records_per_file`` rows (Spark's
+        ``maxRecordsPerFile``; None: no limit)."""
+        schema, spec = schema or metadata.schema(), metadata.spec()
         order = metadata.sort_order()
         frame = df.select(*file_value_columns(df, schema))
         names = partition_dir_names(spec, frame.columns)

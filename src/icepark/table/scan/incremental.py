@@ -133,10 +133,13 @@ class IncrementalAppendScan:
                     out.append(m)
         return out
 
-    def plan_files_iter(self) -> Iterator[FileScanTask]:
-        """Stream the tasks of the appended data files that may hold matching rows."""
+    def plan_files_iter(self, *, row_lineage: bool = False) -> Iterator[FileScanTask]:
+        """Stream the tasks of the appended data files that may hold matching rows (with
+        ``row_lineage``, carrying what ``_row_id`` and ``_last_updated_sequence_number``
+        need, as :meth:`TableScan.plan_files <icepark.table.scan.scan.TableScan.plan_files>`
+        does)."""
         planner = ManifestPlanner(self.metadata, self.io, self.schema(), self.row_filter,
-                                  case_sensitive=self.case_sensitive)
+                                  case_sensitive=self.case_sensitive, row_lineage=row_lineage)
         self.projection()
         appends = self.snapshots()
         if not appends:
@@ -147,9 +150,9 @@ class IncrementalAppendScan:
             if planner.manifest_may_match(manifest):
                 yield from planner.tasks(manifest, empty, added_by)
 
-    def plan_files(self) -> list[FileScanTask]:
+    def plan_files(self, *, row_lineage: bool = False) -> list[FileScanTask]:
         """One task per appended data file that may hold matching rows, oldest first."""
-        return list(self.plan_files_iter())
+        return list(self.plan_files_iter(row_lineage=row_lineage))
 
     def plan_tasks(self) -> list[CombinedScanTask]:
         """The planned files split and bin-packed as :meth:`TableScan.plan_tasks
