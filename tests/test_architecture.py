@@ -26,7 +26,7 @@ LAYERS = ["errors", "spec", "expressions", "io", "table", "catalog", "spark", "c
 # The components of each layer, lowest first; "" is the layer's own modules (not __init__).
 COMPONENTS: Mapping[str, list[str]] = {
     "spec": ["", "serde", "evolution"],
-    "io": ["", "avro", "manifest", "arrow", "parquet"],
+    "io": ["", "avro", "manifest", "puffin", "arrow", "parquet"],
     "table": ["change", "scan", "snapshot", "maintenance", "", "imports", "inspect"],
     "spark": ["", "writer", "reader", "rowlevel", "datasource"],
     "cli": ["", "quickstart"],
