@@ -13,6 +13,11 @@ table, it must still be used when applying the equality deletes." So each delete
 read by field ID from both files, typed by the table schema when the column is still there and
 by the delete file otherwise; values are compared with null equal to null.
 
+Spec, *Deletion Vectors*: "A set bit at position P indicates that the row at position P is
+deleted"; a vector is read from its Puffin file by ``content_offset`` and
+``content_size_in_bytes`` (:func:`icepark.io.puffin.deletion_vector.read_deletion_vector`) and
+deletes positions of its ``referenced_data_file`` only.
+
 Which delete files apply to which data file (sequence numbers, partitions) is the planner's
 decision (*Scan Planning*); this module applies what it is given. A :class:`DeleteCache` keeps
 each delete file's rows for the length of a read, since one delete file usually applies to many
@@ -46,7 +51,8 @@ from icepark.io.arrow.parquet_file import (
 from icepark.io.arrow.projection import FileColumns, extract
 from icepark.io.arrow.schema import from_arrow_schema
 from icepark.io.fileio import FileIO
-from icepark.spec.manifest import DataFile, FileContent, FileFormat
+from icepark.io.puffin.deletion_vector import read_deletion_vector
+from icepark.spec.manifest import DataFile, EntryKey, FileContent, FileFormat
 from icepark.spec.reserved import FILE_PATH, POS
 from icepark.spec.schema import Schema
 from icepark.spec.types import NestedField, PrimitiveType
@@ -84,18 +90,24 @@ class DeleteCache:
         self._schema = schema
         self._mapping = name_mapping
         self._max = max_files
-        self._positions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._positions: OrderedDict[EntryKey, dict[str, Any]] = OrderedDict()
         self._equality: OrderedDict[str, EqualityDeleteRows] = OrderedDict()
         self._groups: OrderedDict[Any, EqualityDeletes] = OrderedDict()
 
     def positions(self, delete_file: DataFile) -> dict[str, Any]:
-        """The deleted positions of a position delete file: sorted int64 arrays by data file
-        path."""
+        """The deleted positions of a position delete file or deletion vector: sorted int64
+        arrays by data file path."""
         _check_delete(delete_file, FileContent.POSITION_DELETES)
-        found: dict[str, Any] | None = _lookup(self._positions, delete_file.file_path)
+        key = delete_file.entry_key  # vectors share their Puffin file
+        found: dict[str, Any] | None = _lookup(self._positions, key)
         if found is None:
-            found = self._read_positions(delete_file)
-            _store(self._positions, delete_file.file_path, found, self._max)
+            if delete_file.is_deletion_vector:
+                assert delete_file.referenced_data_file is not None  # DataFile checks it
+                found = {delete_file.referenced_data_file: read_deletion_vector(self._io,
+                                                                                delete_file)}
+            else:
+                found = self._read_positions(delete_file)
+            _store(self._positions, key, found, self._max)
         return found
 
     def equality(self, delete_file: DataFile) -> EqualityDeleteRows:
@@ -167,9 +179,7 @@ def _check_delete(delete_file: DataFile, content: FileContent) -> None:
         raise ValidationError(f"{delete_file.file_path} is not a {content.name} file but "
                               f"{delete_file.content.name}")
     if delete_file.is_deletion_vector:
-        raise UnsupportedFeature(f"Cannot apply the deletion vector {delete_file.file_path}: "
-                                 "deletion vectors are a format version 3 feature icepark "
-                                 "does not read yet")
+        return
     if delete_file.file_format is not FileFormat.PARQUET:
         raise UnsupportedFeature(f"Cannot read delete file {delete_file.file_path}: "
                                  f"{delete_file.file_format} delete files are not supported, "

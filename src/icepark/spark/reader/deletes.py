@@ -12,6 +12,12 @@ null-safe ``<=>``), and "If a delete column in an equality delete file is later 
 the table, it must still be used when applying the equality deletes" (the caller reads such
 columns by field ID).
 
+Spec, *Deletion Vectors*: "A set bit at position P indicates that the row at position P is
+deleted" in the vector's ``referenced_data_file``. The vectors are decoded in Spark tasks
+(``mapInArrow``: each task reads its vectors' blobs from their Puffin files by offset and
+length) into ``(file number, position)`` rows, applied by the same anti-join as position
+delete files.
+
 Which delete files apply to which data file is the planner's decision (*Scan Planning*); each
 delete file removes rows only of the data files it was attached to. Rows are tied to their
 data file without string work per row: the data rows' raw ``_metadata.file_path`` is joined
@@ -26,14 +32,18 @@ query (``raise_error``) instead of silently escaping its deletes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import ValidationError
+from icepark.io.fileio import ArrowFileIO, FileIO
+from icepark.io.puffin.deletion_vector import read_deletion_vector
 from icepark.spark.filters import field_column
 from icepark.spark.paths import file_key, spark_file_paths, spark_location
 from icepark.spark.schema import FIELD_ID, read_schema
@@ -54,15 +64,19 @@ _DELETE_ID = "__icepark_did"
 def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
                   deletes: Mapping[str, Sequence[DataFile]],
                   data_forms: Mapping[str, tuple[str, ...]], *,
-                  keep_file: bool = False) -> DataFrame:
+                  keep_file: bool = False, file_io: FileIO | None = None) -> DataFrame:
     """``df`` (with :data:`SPARK_PATH`, :data:`ROW_INDEX` and the columns of ``schema``)
     without the rows the delete files delete and without :data:`SPARK_PATH`; ``deletes`` maps
     each data file path of ``df`` to the delete files that apply to it (none: the file's rows
     are only numbered), ``data_forms`` the data files' keys to Spark's path strings. With
-    ``keep_file``, the rows keep :data:`FILE_NUMBER` (the index of their file in ``deletes``)."""
+    ``keep_file``, the rows keep :data:`FILE_NUMBER` (the index of their file in ``deletes``).
+    ``file_io`` reads deletion vectors in the Spark tasks (default: local files)."""
     paths = list(deletes)
     positional = _unique(d for p in paths for d in deletes[p]
-                         if d.content is FileContent.POSITION_DELETES)
+                         if d.content is FileContent.POSITION_DELETES
+                         and not d.is_deletion_vector)
+    vectors = [(fid, d) for fid, p in enumerate(paths) for d in deletes[p]
+               if d.is_deletion_vector]
     groups: dict[tuple[int, ...], list[DataFile]] = {}
     for d in _unique(d for p in paths for d in deletes[p]
                      if d.content is FileContent.EQUALITY_DELETES):
@@ -94,12 +108,39 @@ def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
     if positional:
         keyed = _apply_positions(spark, keyed, files=positional, paths=paths, deletes=deletes,
                                  delete_ids=delete_ids)
+    if vectors:
+        keyed = keyed.join(deletion_vector_rows(spark, vectors, file_io),
+                           [FILE_NUMBER, ROW_INDEX], "left_anti")
     for i, (equality_ids, group) in enumerate(groups.items()):
         keyed = _apply_equality(spark, keyed, schema, equality_ids=equality_ids, files=group,
                                 scopes=scopes[i], delete_ids=delete_ids,
                                 scope_column=f"__icepark_scope{i}")
     dropped = [SPARK_PATH, *(f"__icepark_scope{i}" for i in range(len(groups)))]
     return keyed.drop(*dropped) if keep_file else keyed.drop(FILE_NUMBER, *dropped)
+
+
+def deletion_vector_rows(spark: SparkSession, vectors: Sequence[tuple[int, DataFile]],
+                         file_io: FileIO | None = None) -> DataFrame:
+    """``(FILE_NUMBER, ROW_INDEX)`` of every position the deletion vectors delete, decoded in
+    Spark tasks; ``vectors`` pairs each vector with the number of the data file it
+    references."""
+    records = [dv for _, dv in vectors]
+    io = file_io or ArrowFileIO()
+    numbers = spark.createDataFrame([(i, fid) for i, (fid, _) in enumerate(vectors)],
+                                    f"__icepark_dv int, {FILE_NUMBER} int")
+    partitions = max(1, min(len(records), spark.sparkContext.defaultParallelism))
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index, fid in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                                  strict=True):
+                positions = read_deletion_vector(io, records[index])
+                yield pa.record_batch([pa.array(np.full(len(positions), fid, np.int32)),
+                                       pa.array(positions, pa.int64())],
+                                      names=[FILE_NUMBER, ROW_INDEX])
+
+    return numbers.repartition(partitions).mapInArrow(
+        decode, f"{FILE_NUMBER} int, {ROW_INDEX} long")
 
 
 def _unique(files: Iterable[DataFile]) -> list[DataFile]:

@@ -145,7 +145,7 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
         df = df.filter(condition)
     if tagged:
         df = apply_deletes(spark, df, extended, deletes, forms,
-                           keep_file=positions or bool(metadata_columns))
+                           keep_file=positions or bool(metadata_columns), file_io=table.io)
     if metadata_columns:
         seqs = {t.data_file.file_path: t.data_sequence_number for t in tasks}
         df = _with_metadata(spark, df, list(files.values()), seqs, metadata_columns)
@@ -192,11 +192,9 @@ def _with_metadata(spark: SparkSession, df: DataFrame, files: Sequence[DataFile]
 
 def check_parquet(f: DataFile, data_file: DataFile) -> None:
     """Raise :class:`~icepark.errors.UnsupportedFeature` unless ``f`` (``data_file`` or one of
-    its delete files) is a Parquet file."""
+    its delete files) is a Parquet file or a deletion vector."""
     if f.is_deletion_vector:
-        raise UnsupportedFeature(
-            f"Cannot read {data_file.file_path}: it has a deletion vector ({f.file_path}), a "
-            "format version 3 feature icepark does not read yet")
+        return
     if f.file_format is not FileFormat.PARQUET:
         raise UnsupportedFeature(
             f"Cannot read {data_file.file_path} with Spark: only Parquet files are supported, "

@@ -57,13 +57,14 @@ from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
-from icepark.spark.rowlevel import delete_tasks
+from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
+from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
 from icepark.spark.schema import read_columns
 from icepark.spark.writer.data_files import RECORDS, write_data_files
 from icepark.spark.writer.tasks import delete_job_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
-from icepark.spec.manifest import DataFile
+from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LINEAGE_FIELDS
 from icepark.spec.schema import Schema
@@ -281,36 +282,39 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
 
 def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
                    properties: dict[str, str]) -> DeleteResult:
-    """Write the positions of the matching rows to position delete files, except those of
-    files removed whole; one row delta adds the delete files and removes those files."""
+    """Write the positions of the matching rows to position delete files (v2) or deletion
+    vectors (v3), except those of files removed whole; one row delta adds them, removes the
+    files removed whole and, on v3, the vectors and single-file position delete files the new
+    vectors replace."""
     metadata = table.metadata
     # numbered in path order, so that the file numbers sort as the paths do
     to_read = sorted(plan.to_read, key=lambda t: t.data_file.file_path)
     scanned = _scan(spark, table, plan, to_read)
-    task = _position_task(metadata, to_read)
+    vectors = metadata.format_version >= 3
+    job_id, data_path, job = (_vector_job(spark, table, scanned, plan, to_read) if vectors
+                              else _position_job(spark, metadata, scanned, plan, to_read))
     files: list[DataFile] = []
     try:
-        files, whole = delete_tasks.collect(
-            _sorted_positions(spark, scanned, plan, to_read, task)
-            .mapInArrow(delete_tasks.map_function(task), RECORDS))
+        files, whole, added = delete_tasks.collect(job)
         gone = {r.file_path for r in whole}
         removed = [*plan.whole, *(t for t in plan.partial if t.data_file.file_path in gone)]
-        deleted = plan.deleted_rows({r.file_path: r.rows for r in whole}) + sum(
-            f.record_count for f in files)
+        counts = {r.file_path: r.rows for r in whole}
         if not files:
-            counts = {r.file_path: r.rows for r in whole}
             return _delete_whole_files(table, plan, removed, counts=counts, branch=branch,
                                        properties=properties)
+        deleted = plan.deleted_rows(counts) + added
         unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
         referenced = [t.data_file.file_path for t in plan.partial
                       if t.data_file.file_path not in gone
                       and any(may_apply(d, t.data_file, unpartitioned) for d in files)]
         delta = table.new_row_delta(
-            branch=branch, snapshot_properties={**properties, JOB_ID_PROPERTY: task.job_id})
+            branch=branch, snapshot_properties={**properties, JOB_ID_PROPERTY: job_id})
         for f in files:
             delta.add_deletes(f)
         for t in removed:
             delta.remove_rows(t.data_file)
+        for replaced in _replaced_deletes(files, to_read) if vectors else ():
+            delta.remove_deletes(replaced)
         (delta.validate_from_snapshot(plan.head_id)
          .validate_data_files_exist(referenced)
          .conflict_detection_filter(plan.expr)
@@ -320,9 +324,62 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     except CommitStateUnknown:
         raise
     except BaseException:
-        delete_job_files(table.io, task.data_path, task.job_id, [f.file_path for f in files])
+        delete_job_files(table.io, data_path, job_id, [f.file_path for f in files])
         raise
     return DeleteResult(deleted, len(removed), 0, len(files), head_id(table.metadata, branch))
+
+
+def _single_file(delete_file: DataFile) -> str | None:
+    """The one data file a position delete file deletes rows of, if it says so."""
+    from icepark.table.scan.delete_index import referenced_data_file  # noqa: PLC0415
+
+    return referenced_data_file(delete_file)
+
+
+def _replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
+                      ) -> list[DataFile]:
+    """The live deletes that new deletion vectors replace: "there can be at most one deletion
+    vector for a given data file", so the old vector goes; position delete files of that data
+    file alone are merged into the vector and go too ("Position delete files that contain
+    deletes for more than one data file need to be kept in table metadata until all deletes
+    are replaced by DVs")."""
+    by_path = {t.data_file.file_path: t for t in tasks}
+    out: dict[object, DataFile] = {}
+    for f in files:
+        task = by_path.get(f.referenced_data_file or "")
+        if task is None:
+            continue
+        for d in task.delete_files:
+            if d.is_deletion_vector or (d.content is FileContent.POSITION_DELETES
+                                        and _single_file(d) == task.data_file.file_path):
+                out[d.entry_key] = d
+    return list(out.values())
+
+
+def _position_job(spark: SparkSession, metadata: TableMetadata, scanned: ScanRows, plan: _Plan,
+                  to_read: Sequence[FileScanTask]) -> tuple[str, str, DataFrame]:
+    """The job writing position delete files (v2): its ID, data path and DataFrame."""
+    task = _position_task(metadata, to_read)
+    job = (_sorted_positions(spark, scanned, plan, to_read, task)
+           .mapInArrow(delete_tasks.map_function(task), RECORDS))
+    return task.job_id, task.data_path, job
+
+
+def _vector_job(spark: SparkSession, table: Table, scanned: ScanRows, plan: _Plan,
+                to_read: Sequence[FileScanTask]) -> tuple[str, str, DataFrame]:
+    """The job writing deletion vectors (v3): its ID, data path and DataFrame."""
+    metadata = table.metadata
+    task = DeletionVectorTask(
+        job_id=str(uuid.uuid4()), table_location=metadata.location,
+        properties=dict(metadata.properties), schema=metadata.schema(),
+        files={t.data_file.file_path: t.data_file for t in to_read},
+        existing={t.data_file.file_path: tuple(
+            d for d in t.delete_files if d.content is FileContent.POSITION_DELETES)
+            for t in to_read},
+        file_io=table.io)
+    job = (_sorted_positions(spark, scanned, plan, to_read, None)
+           .mapInArrow(dv_tasks.map_function(task), RECORDS))
+    return task.job_id, task.data_path, job
 
 
 def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
@@ -337,26 +394,30 @@ def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
 
 
 def _sorted_positions(spark: SparkSession, scanned: ScanRows, plan: _Plan,
-                      tasks: Sequence[FileScanTask], task: PositionDeleteTask) -> DataFrame:
-    """``(group, file_path, pos, whole)`` of the matching live rows, each group in one Spark
-    partition, sorted. ``whole`` marks the rows of a file removed whole: one that planning
-    found matching whole, or one without delete files whose matched rows are all its rows
-    (counted per file by a window in the same job, without another scan)."""
-    index = {g: i for i, g in enumerate(task.groups)}
+                      tasks: Sequence[FileScanTask],
+                      task: PositionDeleteTask | None) -> DataFrame:
+    """``(group, file_path, pos, whole)`` of the matching live rows, sorted. With a position
+    delete ``task``, each (spec, partition) group is in one Spark partition; without (for
+    deletion vectors), each data file is. ``whole`` marks the rows of a file removed whole:
+    one that planning found matching whole, or one without delete files whose matched rows
+    are all its rows (counted per file by a window in the same job, without another scan)."""
+    index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
     number = {f.file_path: i for i, f in enumerate(scanned.files)}
     planned_whole = {t.data_file.file_path for t in plan.whole}
     keys = spark.createDataFrame(
         [(number[t.data_file.file_path], t.data_file.file_path,
-          index[(t.data_file.spec_id, tuple(t.data_file.partition))],
+          index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
           t.data_file.file_path in planned_whole,
           None if t.delete_files else t.data_file.record_count) for t in tasks],
         f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, __icepark_planned boolean, "
         "__icepark_records long")
-    partitions = max(1, min(len(task.groups), spark.sparkContext.defaultParallelism))
+    spread = len(tasks) if task is None else len(task.groups)
+    partitions = max(1, min(spread, spark.sparkContext.defaultParallelism))
+    by = FILE_NUMBER if task is None else GROUP_COLUMN
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
     return (scanned.rows.select(FILE_NUMBER, ROW_POSITION)
             .join(F.broadcast(keys), FILE_NUMBER)
-            .repartition(partitions, GROUP_COLUMN)
+            .repartition(partitions, by)
             .withColumn(WHOLE_COLUMN, F.col("__icepark_planned") | F.coalesce(
                 matched == F.col("__icepark_records"), F.lit(False)))
             .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)

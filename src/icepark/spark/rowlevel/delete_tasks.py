@@ -171,12 +171,26 @@ def map_function(task: PositionDeleteTask) -> Callable[[Iterator[pa.RecordBatch]
     return run
 
 
-def collect(rows: Any) -> tuple[list[DataFile], list[RemovedFile]]:
-    """The records of a job of :func:`map_function` tasks (a DataFrame), split by kind."""
+@dataclass(frozen=True, slots=True)
+class NewDeletes:
+    """How many rows a task's deletion vector for ``file_path`` deletes that were not deleted
+    before (a vector also holds the positions deleted earlier)."""
+
+    file_path: str
+    rows: int
+
+
+def collect(rows: Any) -> tuple[list[DataFile], list[RemovedFile], int]:
+    """The records of a job of :func:`map_function` tasks (a DataFrame), split by kind, and
+    the number of rows its new delete files delete (the position delete files' records, or
+    the :class:`NewDeletes` of deletion vector tasks)."""
     records = collect_records(rows)
-    return ([r for r in records if isinstance(r, DataFile)],
-            [r for r in records if isinstance(r, RemovedFile)])
+    files = [r for r in records if isinstance(r, DataFile)]
+    counts = [r.rows for r in records if isinstance(r, NewDeletes)]
+    return (files, [r for r in records if isinstance(r, RemovedFile)],
+            sum(counts) if counts else sum(f.record_count for f in files))
 
 
-__all__ = ["GROUP_COLUMN", "WHOLE_COLUMN", "PositionDeleteTask", "RemovedFile", "collect",
+__all__ = ["GROUP_COLUMN", "WHOLE_COLUMN", "NewDeletes", "PositionDeleteTask", "RemovedFile",
+           "collect",
            "map_function", "write_position_deletes"]

@@ -17,6 +17,19 @@ Otherwise, delete files do not apply to files in other partitions." Within each 
 equality deletes; equality and position deletes of one partition) delete files are sorted by
 data sequence number, so the ones newer than a data file are found by bisection.
 
+Deletion vectors (v3) are indexed by the one data file each references:
+
+    A deletion vector must be applied to a data file when all of the following are true: The
+    data file's ``file_path`` is equal to the deletion vector's ``referenced_data_file``; The
+    data file's data sequence number is *less than or equal to* the deletion vector's data
+    sequence number; The data file's partition (both spec and partition values) is equal to
+    the deletion vector's partition
+
+and a position delete file applies only when "There is no deletion vector that must be applied
+to the data file (when added, such a vector must contain all deletes from existing position
+delete files)". "At most one deletion vector is allowed per data file in a snapshot": a second
+one, or one in another partition than its data file, is a :class:`CorruptFile`.
+
 Two refinements only ever skip deletes that cannot delete a row of the file:
 
 * a position delete file whose ``file_path`` bounds are equal references that one data file
@@ -50,7 +63,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from icepark.errors import IcebergError, ValidationError
+from icepark.errors import CorruptFile, IcebergError, ValidationError
 from icepark.expressions.literals import decode_bounds
 from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.metadata import TableMetadata
@@ -153,13 +166,16 @@ class DeleteIndex:
     def __init__(self, global_eq: _Group, eq_by_partition: dict[PartitionKey, _Group],
                  pos_by_partition: dict[PartitionKey, _Group],
                  pos_by_path: dict[str, _Group],
-                 field_types: Mapping[int, PrimitiveType]) -> None:
+                 field_types: Mapping[int, PrimitiveType],
+                 dvs: dict[str, tuple[int, DataFile]] | None = None) -> None:
         self._global_eq = global_eq
         self._eq = eq_by_partition
         self._pos = pos_by_partition
         self._pos_by_path = pos_by_path
         self._types = field_types
-        self._empty = not (global_eq.files or eq_by_partition or pos_by_partition or pos_by_path)
+        self._dvs = dvs or {}
+        self._empty = not (global_eq.files or eq_by_partition or pos_by_partition or pos_by_path
+                           or self._dvs)
 
     @staticmethod
     def build(deletes: Iterable[tuple[int, DataFile]],
@@ -177,9 +193,21 @@ class DeleteIndex:
         eq: dict[PartitionKey, list[tuple[int, DataFile]]] = {}
         pos: dict[PartitionKey, list[tuple[int, DataFile]]] = {}
         by_path: dict[str, list[tuple[int, DataFile]]] = {}
+        dvs: dict[str, tuple[int, DataFile]] = {}
         for seq, f in deletes:
             key = (f.spec_id, f.partition)
-            if f.content is FileContent.EQUALITY_DELETES:
+            if f.is_deletion_vector:
+                target = f.referenced_data_file
+                assert target is not None  # DataFile checks it
+                other = dvs.get(target)
+                if other is not None:
+                    raise CorruptFile(
+                        f"Two deletion vectors for data file {target}: in {other[1].file_path} "
+                        f"at offset {other[1].content_offset} and in {f.file_path} at offset "
+                        f"{f.content_offset} (\"At most one deletion vector is allowed per "
+                        "data file in a snapshot\")")
+                dvs[target] = (seq, f)
+            elif f.content is FileContent.EQUALITY_DELETES:
                 is_global = (not f.partition if unpartitioned is None
                              else f.spec_id in unpartitioned)
                 if is_global:
@@ -197,11 +225,16 @@ class DeleteIndex:
         global_group = _Group()
         global_group.add_all(global_eq)
         return DeleteIndex(global_group, _groups(eq), _groups(pos), _groups(by_path),
-                           field_types or {})
+                           field_types or {}, dvs)
 
     @property
     def is_empty(self) -> bool:
         return self._empty
+
+    @property
+    def deletion_vectors(self) -> Mapping[str, DataFile]:
+        """The indexed deletion vectors by the data file each references."""
+        return {path: dv for path, (_, dv) in self._dvs.items()}
 
     @property
     def equality_ids(self) -> frozenset[int]:
@@ -217,19 +250,38 @@ class DeleteIndex:
             return ()
         key = (data_file.spec_id, data_file.partition)
         found: list[DataFile] = []
-        group = self._pos.get(key)
-        if group is not None:
-            found += group.not_older_than(seq)
-        group = self._pos_by_path.get(data_file.file_path)
-        if group is not None:
-            found += [d for d in group.not_older_than(seq)
-                      if (d.spec_id, d.partition) == key]
+        dv = self._deletion_vector(seq, data_file, key)
+        if dv is not None:  # it holds every position delete of the file
+            found.append(dv)
+        else:
+            group = self._pos.get(key)
+            if group is not None:
+                found += group.not_older_than(seq)
+            group = self._pos_by_path.get(data_file.file_path)
+            if group is not None:
+                found += [d for d in group.not_older_than(seq)
+                          if (d.spec_id, d.partition) == key]
         equality = self._global_eq.newer_than(seq)
         group = self._eq.get(key)
         if group is not None:
             equality = equality + group.newer_than(seq)
         found += [d for d in equality if self._may_overlap(d, data_file)]
         return tuple(found)
+
+    def _deletion_vector(self, seq: int, data_file: DataFile,
+                         key: PartitionKey) -> DataFile | None:
+        """The deletion vector that applies to ``data_file`` (data sequence number ``seq``)."""
+        found = self._dvs.get(data_file.file_path)
+        if found is None or found[0] < seq:
+            return None
+        dv = found[1]
+        if (dv.spec_id, tuple(dv.partition)) != (key[0], tuple(key[1])):
+            raise CorruptFile(
+                f"Deletion vector in {dv.file_path} at offset {dv.content_offset} references "
+                f"data file {data_file.file_path} of partition {key[1]!r} (spec {key[0]}) but "
+                f"is in partition {dv.partition!r} (spec {dv.spec_id}): it must be \"equal to "
+                "the deletion vector's partition\"")
+        return dv
 
     def _may_overlap(self, delete_file: DataFile, data_file: DataFile) -> bool:
         """Whether rows of ``data_file`` may equal a row of the equality delete file on every

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from icepark.errors import ValidationError
+from icepark.errors import CorruptFile, ValidationError
 from icepark.expressions import (
     ALWAYS_TRUE,
     AlwaysTrue,
@@ -371,5 +371,17 @@ class ManifestPlanner:
             results = map(decode, parallel_map(read, data))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
+        # a full scan sees every live data file: each deletion vector must reference one
+        dvs = index.deletion_vectors if self.always_true and added_by is None else {}
+        planned: set[str] = set()
         for tasks in results:
+            if dvs:
+                planned.update(t.data_file.file_path for t in tasks)
             yield from tasks
+        dangling = sorted(set(dvs) - planned)
+        if dangling:
+            dv = dvs[dangling[0]]
+            raise CorruptFile(
+                f"Deletion vector in {dv.file_path} at offset {dv.content_offset} references "
+                f"data file {dangling[0]}, which is not a live data file of the snapshot"
+                + (f" ({len(dangling) - 1} more such vectors)" if len(dangling) > 1 else ""))
