@@ -21,8 +21,9 @@ semantics) for the same scan:
 
 :func:`read_incremental` reads the rows appended between two snapshots the same way.
 
-Not supported (raise :class:`~icepark.errors.UnsupportedFeature`): deletion vectors and
-non-Parquet files; an equality delete column dropped from the table while nested in a struct.
+Deletion vectors are decoded in Spark tasks and applied as position deletes are. Not
+supported (raise :class:`~icepark.errors.UnsupportedFeature`): non-Parquet data and delete
+files; an equality delete column dropped from the table while nested in a struct.
 """
 
 from __future__ import annotations

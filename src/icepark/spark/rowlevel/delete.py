@@ -23,12 +23,20 @@ matching rows (the reference implementation's names and default):
   (``x > 5`` with ``x`` null) is kept.
 * ``merge-on-read`` (v2 and later; spec: "Row-level deletes are not supported in v1"): the
   positions of their matching rows (file number and ``_metadata.row_index`` per row) are
-  written to position delete files in Spark tasks (:mod:`icepark.spark.rowlevel.delete_tasks`),
-  "sorted by file_path then pos", one set per spec and partition of the data files, and one
-  row delta adds them and removes the files removed whole
-  (:meth:`icepark.table.snapshot.row_delta.RowDelta.remove_rows`). One Spark job does it all: the
-  matched count per file is a window over the sorted positions, and the tasks drop (and
-  report) the positions of the files that match whole instead of writing them.
+  written in Spark tasks. On a v2 table they go to position delete files
+  (:mod:`icepark.spark.rowlevel.delete_tasks`), "sorted by file_path then pos", one set per spec
+  and partition of the data files. On a v3 table, where "Position delete files must not be
+  added", each data file gets one deletion vector holding its new positions and those its
+  earlier vector or position delete files deleted (:mod:`icepark.spark.rowlevel.dv_tasks`: one
+  Puffin file per task); the vectors and single-file position delete files they replace are
+  removed in the same commit. One row delta adds the delete files and removes the files
+  removed whole (:meth:`icepark.table.snapshot.row_delta.RowDelta.remove_rows`), whose deletion
+  vectors go with them. One Spark job does it all: the matched count per file is a window
+  over the sorted positions, and the tasks drop (and report) the positions of the files that
+  match whole instead of writing them.
+
+On v3 tables a copy-on-write rewrite writes each moved row's ``_row_id`` and
+``_last_updated_sequence_number`` into the new files (spec, *Row lineage assignment*).
 
 When every file that holds matching rows is removed whole, no delete file is written: one
 ``delete`` snapshot removes them (both modes). Concurrent changes are validated from the
@@ -97,7 +105,7 @@ class DeleteResult:
     rewritten_files: int
     """Data files rewritten (copy-on-write)."""
     delete_files: int
-    """Position delete files added (merge-on-read)."""
+    """Position delete files (v2) or deletion vectors (v3) added (merge-on-read)."""
     snapshot_id: int | None
     """The new snapshot; None when nothing matched (no commit)."""
 
