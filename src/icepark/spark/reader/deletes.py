@@ -174,7 +174,8 @@ def _apply_positions(spark: SparkSession, df: DataFrame, *, files: Sequence[Data
         T.StructField("pos", T.LongType(), False, {FIELD_ID: POS.field_id})])
     scope = spark.createDataFrame(
         [(delete_ids[d.file_path], path, fid) for fid, path in enumerate(paths)
-         for d in deletes[path] if d.content is FileContent.POSITION_DELETES],
+         for d in deletes[path]
+         if d.content is FileContent.POSITION_DELETES and not d.is_deletion_vector],
         f"{_DELETE_ID} int, file_path string, {FILE_NUMBER} int")
     rows = (_delete_rows(spark, read_type, files, delete_ids)
             .join(F.broadcast(scope), [_DELETE_ID, "file_path"])
