@@ -51,6 +51,7 @@ from icepark.table.change.schema_change import (
     UpdateSchema,
     UpdateSpec,
 )
+from icepark.table.change.statistics import UpdateStatistics
 from icepark.table.maintenance.expire import ExpireResult, ExpireSnapshots, delete_unreachable_files
 from icepark.table.scan.read import DataScan
 from icepark.table.snapshot.append import merge_enabled
@@ -358,6 +359,12 @@ class Table(TableWrites):
         if not change.changes(self.metadata)[1]:
             return self
         return self.commit(change)
+
+    def update_statistics(self) -> UpdateStatistics:
+        """Register or unregister table and partition statistics files (spec, *Table
+        Statistics*); commits on ``commit()`` or on leaving the ``with`` block. Expiring a
+        snapshot deletes its statistics files."""
+        return UpdateStatistics(self.metadata, self._submit)
 
     def manage_snapshots(self) -> ManageSnapshots:
         """Branch, tag and current-snapshot operations, committed together."""

@@ -166,7 +166,7 @@ class DeleteIndex:
     def __init__(self, global_eq: _Group, eq_by_partition: dict[PartitionKey, _Group],
                  pos_by_partition: dict[PartitionKey, _Group],
                  pos_by_path: dict[str, _Group],
-                 field_types: Mapping[int, PrimitiveType],
+                 field_types: Mapping[int, PrimitiveType], *,
                  dvs: dict[str, tuple[int, DataFile]] | None = None) -> None:
         self._global_eq = global_eq
         self._eq = eq_by_partition
@@ -225,7 +225,7 @@ class DeleteIndex:
         global_group = _Group()
         global_group.add_all(global_eq)
         return DeleteIndex(global_group, _groups(eq), _groups(pos), _groups(by_path),
-                           field_types or {}, dvs)
+                           field_types or {}, dvs=dvs)
 
     @property
     def is_empty(self) -> bool:
