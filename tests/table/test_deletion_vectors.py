@@ -30,6 +30,7 @@ from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
 from icepark.table.change.metadata_builder import MetadataBuilder
+from icepark.table.inspect import files as inspect
 from icepark.table.scan.delete_index import DeleteIndex
 from icepark.table.table import Table
 from tests.table.committer import FAST_RETRIES, InMemoryCommitter
@@ -248,3 +249,19 @@ def test_a_damaged_puffin_file_is_corrupt_not_a_wrong_result(committer: InMemory
     with pytest.raises(ValidationError, match="no referenced_data_file"):
         DataFile(dv.file_path, dv.file_format, (), 1, 10, FileContent.POSITION_DELETES,
                  content_offset=4, content_size_in_bytes=10)
+
+
+def test_the_files_metadata_table_shows_vectors_and_first_row_ids(
+        committer: InMemoryCommitter, tmp_path: Path) -> None:
+    table = seeded(committer, tmp_path)
+    [dv] = vectors(table, {"b": [0, 1]})
+    table.new_row_delta().add_deletes(dv).commit()
+    rows = {r["file_path"]: r for r in inspect.files(table.refresh()).to_pylist()}
+    data = data_files(table)
+    assert sorted(rows[f.file_path]["first_row_id"] for f in data.values()) == [0, 10]
+    assert {k: rows[dv.file_path][k] for k in (
+        "content", "file_format", "record_count", "referenced_data_file", "content_offset",
+        "content_size_in_bytes", "first_row_id")} == {
+        "content": 1, "file_format": "PUFFIN", "record_count": 2,
+        "referenced_data_file": data["b"].file_path, "content_offset": dv.content_offset,
+        "content_size_in_bytes": dv.content_size_in_bytes, "first_row_id": None}

@@ -98,6 +98,14 @@ _FILE_FIELDS_AFTER_PARTITION = (
     NestedField.optional(132, "split_offsets", ListType(133, LONG)),
     NestedField.optional(135, "equality_ids", ListType(136, INT)),
     NestedField.optional(140, "sort_order_id", INT),
+    NestedField.optional(142, "first_row_id", LONG,
+                         "The _row_id for the first row in the data file (v3)"),
+    NestedField.optional(143, "referenced_data_file", STRING,
+                         "Fully qualified location of a data file that all deletes reference"),
+    NestedField.optional(144, "content_offset", LONG,
+                         "The offset in the file where the content starts"),
+    NestedField.optional(145, "content_size_in_bytes", LONG,
+                         "The length of a referenced content stored in the file"),
 )
 _ENTRY_FIELDS = (
     NestedField.required(0, "status", INT, "0: EXISTING 1: ADDED 2: DELETED"),
@@ -316,7 +324,9 @@ class _FileRows:
                 f.record_count, f.file_size_in_bytes, *map(_plain, (
                     f.column_sizes, f.value_counts, f.null_value_counts, f.nan_value_counts,
                     f.lower_bounds, f.upper_bounds)), f.key_metadata,
-                _plain(f.split_offsets), _plain(f.equality_ids), f.sort_order_id)
+                _plain(f.split_offsets), _plain(f.equality_ids), f.sort_order_id,
+                f.first_row_id, f.referenced_data_file, f.content_offset,
+                f.content_size_in_bytes)
 
     def readable_metrics(self, files: Sequence[DataFile], arrow_type: Any) -> Any:
         """The ``readable_metrics`` of ``files`` as a StructArray of ``arrow_type``, built
