@@ -244,3 +244,23 @@ def test_a_snapshot_without_lineage_is_refused_on_a_v3_table(committer: InMemory
     md = MetadataBuilder(table.metadata).apply_all(
         [u.AddSnapshot(ok), u.SetSnapshotRef("main", SnapshotRef.branch(97))]).build()
     assert md.next_row_id == 1
+
+
+def test_merged_manifests_keep_every_rows_id(committer: InMemoryCommitter,
+                                             tmp_path: Path) -> None:
+    """Merging manifests writes existing entries with their inherited ``first_row_id``: "When
+    writing an existing data file into a new manifest, its ``first_row_id`` must be written
+    into the manifest"."""
+    table = make(committer, tmp_path)
+    table = table.set_properties({"commit.manifest.min-count-to-merge": "2",
+                                  "commit.manifest-merge.enabled": "true"}).refresh()
+    seen: dict[int, tuple[Any, Any]] = {}
+    for batch in range(6):
+        table.append(rows([batch * 10, batch * 10 + 1]))
+        table = table.refresh()
+        got = lineage(table)
+        assert {k: v for k, v in got.items() if k in seen} == seen  # earlier rows unchanged
+        seen = got
+    manifests = read_manifest_list(table.io, str(head(table).manifest_list))
+    assert len(manifests) < 6  # merged
+    assert sorted(v[0] for v in seen.values()) == sorted(set(v[0] for v in seen.values()))
