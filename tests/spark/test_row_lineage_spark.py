@@ -34,13 +34,14 @@ SCHEMA = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(2, 
 META = ["_file", "_pos", "_spec_id", "_row_id", "_last_updated_sequence_number"]
 
 
-def make(tmp_path: Path, schema: Schema = SCHEMA, **properties: str) -> Table:
+def make(tmp_path: Path, schema: Schema = SCHEMA,
+         properties: dict[str, str] | None = None) -> Table:
     catalog = load_catalog("test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
                            warehouse=str(tmp_path / "wh"))
     catalog.create_namespace("db")
     spec = PartitionSpecBuilder(schema).identity("k").build()
-    return catalog.create_table("db.t", schema, partition_spec=spec, properties=properties,
-                                format_version=3)
+    return catalog.create_table("db.t", schema, partition_spec=spec,
+                                properties=properties or {}, format_version=3)
 
 
 def frame(spark: SparkSession, ids: range, k: str) -> Any:
@@ -82,7 +83,7 @@ def test_spark_writes_assign_row_ids_and_both_readers_agree(spark: SparkSession,
 @pytest.mark.parametrize("native", [True, False])
 def test_copy_on_write_moves_rows_with_their_lineage(spark: SparkSession, tmp_path: Path,
                                                      native: bool) -> None:
-    table = make(tmp_path, **{"write.spark.native-writer.enabled": str(native).lower()})
+    table = make(tmp_path, properties={"write.spark.native-writer.enabled": str(native).lower()})
     table = write(frame(spark, range(0, 8), "a"), table)
     table = write(frame(spark, range(8, 12), "a"), table)
     before = lineage(arrow_rows(table))

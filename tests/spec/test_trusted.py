@@ -57,7 +57,7 @@ def test_a_trusted_data_file_equals_the_checked_one(fields: tuple[Any, ...]) -> 
 
 def test_trusted_tasks_and_entries_equal_checked_ones() -> None:
     f = DataFile("a.parquet", FileFormat.PARQUET, (1,), 10, 100, split_offsets=(4, 50))
-    assert trusted_task(f, (), FileScanTask.of(f).residual, 0, 0, 100, (1,)) == \
+    assert trusted_task(f, (), FileScanTask.of(f).residual, 0, 0, 100, (1,), None) == \
         FileScanTask.of(f)
     entry = trusted_constructor(ManifestEntry)(EntryStatus.ADDED, f, 3, 4, 5)
     assert entry == ManifestEntry(EntryStatus.ADDED, f, 3, 4, 5)

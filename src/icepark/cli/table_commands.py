@@ -26,6 +26,7 @@ from icepark.spec.serde import (
 )
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.sorting import SortOrder
+from icepark.spec.transforms import Transform
 from icepark.spec.values import to_json
 from icepark.table.inspect import tables as inspect
 from icepark.table.maintenance.expire import plan_expiry
@@ -107,11 +108,17 @@ def iso_ms(timestamp_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _term(transform: Transform, sources: Sequence[int], schema: Schema) -> str:
+    """``bucket[16](id)``; ``zorder(a, b) (unknown transform)`` for one icepark does not know
+    (shown as written)."""
+    columns = ", ".join(schema.find_column_name(i) or str(i) for i in sources)
+    return f"{transform}({columns})" + (" (unknown transform)" if transform.is_unknown else "")
+
+
 def spec_text(spec: PartitionSpec, schema: Schema) -> str:
     if not spec.fields:
         return "unpartitioned"
-    return ", ".join(f"{f.field_id}: {f.name} = {f.transform}"
-                     f"({schema.find_column_name(f.source_id) or f.source_id})"
+    return ", ".join(f"{f.field_id}: {f.name} = {_term(f.transform, f.sources, schema)}"
                      for f in spec.fields)
 
 
@@ -120,8 +127,8 @@ def order_text(order: SortOrder, schema: Schema) -> str:
         return "unsorted"
     parts = []
     for f in order.fields:
-        column = schema.find_column_name(f.source_id) or str(f.source_id)
-        term = column if str(f.transform) == "identity" else f"{f.transform}({column})"
+        term = (schema.find_column_name(f.source_id) or str(f.source_id)
+                if f.transform.is_identity else _term(f.transform, f.sources, schema))
         parts.append(f"{term} {f.direction.value} {f.null_order.value}")
     return ", ".join(parts)
 

@@ -4,7 +4,9 @@ Spec, *Scan Planning*: "Manifests that contain no matching files, determined usi
 counts or partition summaries, may be skipped." The row filter is projected inclusively onto
 the manifest's partition spec and evaluated against each partition field's ``field_summary``:
 ``contains_null``, ``contains_nan``, and "Lower bound for the non-null, non-NaN values in the
-partition field, or null if all values are null or NaN" (likewise the upper bound).
+partition field, or null if all values are null or NaN" (likewise the upper bound). The
+projection never names a field with an unknown transform (its inclusive projection is true), so
+its summary, whose bounds are in a type icepark cannot know, is never read.
 
 >>> from icepark.expressions.parser import parse
 >>> from icepark.spec.manifest import FieldSummary, ManifestFile

@@ -14,6 +14,10 @@ Several fields on one column combine with AND (inclusive: each must accept the r
 (inclusive) or false (strict). The result is an unbound expression over the partition field
 names, for :func:`icepark.expressions.evaluator.partition_evaluator` or a manifest evaluator.
 
+Fields with a transform icepark does not know are skipped: "The inclusive projection for an
+unknown partition transform is *true* because the partition field is ignored and not used in
+filtering", and no strict projection through one can prove a predicate.
+
 >>> from icepark.expressions.parser import parse
 >>> from icepark.spec.partitioning import PartitionSpecBuilder
 >>> from icepark.spec.schema import Schema
@@ -71,7 +75,10 @@ def strict_projection(schema: Schema, spec: PartitionSpec,
 
 def project_predicate(p: BoundPredicate, field: PartitionField, strict: bool) -> Expr | None:
     """One bound predicate through one partition field (whose source must be its column), as
-    a predicate on the field's name, or ``None`` when the transform cannot express it."""
+    a predicate on the field's name, or ``None`` when the transform cannot express it (always
+    for an unknown transform)."""
+    if field.transform.is_unknown:
+        return None
     projected = project(p.op, p.literals, field.transform, p.term.type, strict)
     if projected is None:
         return None
@@ -113,7 +120,7 @@ class _ProjectVisitor(BoundVisitor[Expr]):
     def predicate(self, p: BoundPredicate) -> Expr:
         parts = []
         for field in self._spec.fields:
-            if field.source_id == p.field_id:
+            if field.source_id == p.field_id and not field.transform.is_unknown:
                 projected = project_predicate(p, field, self._strict)
                 if projected is None:
                     projected = ALWAYS_FALSE if self._strict else ALWAYS_TRUE

@@ -6,7 +6,8 @@ on its column: if the strict projection holds for the partition's value, every r
 partition satisfies the predicate, which becomes true; if the inclusive projection fails, no
 row does, and it becomes false. Identity partitions decide every predicate on their column
 (both projections are the predicate itself). The rest is kept, so on the rows of that
-partition the residual is equivalent to the filter.
+partition the residual is equivalent to the filter. A field with a transform icepark does not
+know decides nothing: "partition fields with unknown transforms are ignored for filtering".
 
 >>> from icepark.expressions.parser import parse
 >>> from icepark.spec.partitioning import PartitionSpecBuilder
@@ -80,7 +81,8 @@ class ResidualEvaluator:
     def _field_tests(self, p: BoundPredicate) -> list[tuple[PartitionTest, PartitionTest]]:
         return [(self._partition_test(project_predicate(p, field, True), False),
                  self._partition_test(project_predicate(p, field, False), True))
-                for field in self.spec.fields if field.source_id == p.field_id]
+                for field in self.spec.fields
+                if field.source_id == p.field_id and not field.transform.is_unknown]
 
 
 class _Predicates(BoundVisitor[list[BoundPredicate]]):

@@ -28,6 +28,16 @@ accept ``b + 1`` for every negative bound ``b`` they accept, strict ones also ex
 >>> from icepark.spec.types import TIMESTAMP
 >>> project(Op.EQ, (-1,), Transform.hour(), TIMESTAMP, strict=False)  # 1969-12-31T23:59:59.999999
 (<Op.IN: 'in'>, (-1, 0))
+
+Nanosecond timestamps are discrete in nanoseconds (``x < v`` is ``x <= v - 1`` ns) and go through
+the same floors; bucket hashes their microseconds. An unknown transform projects nothing:
+"The inclusive projection for an unknown partition transform is *true*".
+
+>>> from icepark.spec.types import TIMESTAMP_NS
+>>> project(Op.LT, (86_400 * 10**9,), Transform.day(), TIMESTAMP_NS, strict=False)
+(<Op.LT_EQ: 'lt_eq'>, (0,))
+>>> project(Op.EQ, ("a",), Transform.unknown("zorder"), STRING, strict=False) is None
+True
 """
 
 from __future__ import annotations
@@ -75,7 +85,7 @@ def project(op: Op, literals: tuple[Any, ...], transform: Transform, source: Pri
 
 def _project(op: Op, literals: tuple[Any, ...], transform: Transform, source: PrimitiveType,
              strict: bool) -> Projection:
-    if transform.is_void or not transform.can_transform(source):
+    if transform.is_void or transform.is_unknown or not transform.can_transform(source):
         return None
     if op.is_unary:
         # Every transform but void maps null to null and only null to null; only identity

@@ -43,6 +43,9 @@ its result type fails the job with ``raise_error``, as the Arrow kernels raise
   Spark's proleptic Gregorian ``year``/``month`` of that day, which match the spec's civil
   calendar for every int day. Nothing depends on the session time zone.
 * ``identity`` is the column; ``void`` a typed null ("Always produces ``null``").
+* A transform icepark does not know, and any transform of a nanosecond timestamp
+  (``timestamp_ns``, ``timestamptz_ns``: Spark has no nanosecond type to hold such a column),
+  raise :class:`~icepark.errors.UnsupportedFeature`.
 
 >>> import mmh3, struct
 >>> mmh3.hash(struct.pack("<i", ZERO_SEED_KEY), 42)
@@ -63,9 +66,10 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.pandas import functions as pandas_functions
 
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spark.schema import FIELD_ID, quote, to_spark_type, uuid_to_bytes
 from icepark.spec.datetimes import MICROS_PER_DAY, MICROS_PER_HOUR
+from icepark.spec.hashing import NANO_TIMESTAMPS
 from icepark.spec.partitioning import PartitionSpec, check_partition_source
 from icepark.spec.schema import Schema
 from icepark.spec.transforms import Transform, TransformKind
@@ -106,6 +110,8 @@ ZERO_SEED_KEY = _zero_seed_key()
 def transform_column(transform: Transform, source_type: IcebergType, col: Column) -> Column:
     """The partition values of ``col`` (of ``source_type``) under ``transform``, typed as
     ``transform.result_type(source_type)`` in Spark (``day`` is a date)."""
+    transform.check_computable()
+    _check_spark_source(source_type, f"{transform}")
     if transform.is_void:
         return F.lit(None).cast(to_spark_type(transform.result_type(source_type)))
     source = transform.check_source(source_type)
@@ -137,8 +143,10 @@ def partition_columns(spec: PartitionSpec, schema: Schema, df: DataFrame) -> lis
     ID in the metadata), computed from ``df``'s columns in the table layout of ``schema``.
 
     Spec: "The source column, selected by id, must be a primitive type and cannot be contained
-    in a map or list, but may be nested in a struct."
+    in a map or list, but may be nested in a struct." A spec with an unknown transform raises
+    :class:`~icepark.errors.UnsupportedFeature` (:meth:`PartitionSpec.check_writable`).
     """
+    spec.check_writable()
     columns = []
     for f in spec.fields:
         if f.transform.is_void and schema.field_by_id(f.source_id) is None:
@@ -170,6 +178,7 @@ def hash_column(source_type: PrimitiveType, col: Column) -> Column:
     with 0", of the value's 8 little-endian bytes for int-like types, its UTF-8 bytes, its 16
     big-endian bytes (uuid), its bytes (fixed, binary), or "``minBigEndian(unscaled(v))``".
     """
+    _check_spark_source(source_type, "bucket")
     tid = source_type.type_id
     if tid in _INT_LIKE:
         value = _long_value(source_type, col)
@@ -183,6 +192,13 @@ def hash_column(source_type: PrimitiveType, col: Column) -> Column:
         case TypeId.STRING | TypeId.FIXED | TypeId.BINARY:
             return _bytes_hash_udf(col)
     raise ValidationError(f"Cannot hash {source_type} for bucketing")
+
+
+def _check_spark_source(source: IcebergType, what: str) -> None:
+    if isinstance(source, PrimitiveType) and source.type_id in NANO_TIMESTAMPS:
+        raise UnsupportedFeature(
+            f"Cannot compute {what} of a {source} column in Spark: Spark has no nanosecond "
+            "timestamp type to hold it")
 
 
 def _bucket(source: PrimitiveType, n: int, col: Column) -> Column:

@@ -15,10 +15,14 @@ ones that a file can break and that would otherwise be written again by the next
   map or list, but may be nested in a struct", and the transform must accept the source type.
   ``void`` fields are exempt (spec, *Partition Transforms*: ``void`` may "replace the
   transform in an existing partition field so that the field is effectively dropped in v1
-  tables", and its source column may be dropped after it). Other specs and sort orders are not
+  tables", and its source column may be dropped after it). An unknown transform accepts any
+  primitive source, but each of its source columns must exist. Other specs and sort orders are not
   checked against any schema: a column a spec no longer in use partitioned by may have been
   dropped, and the schemas that had it removed. The reference implementation reads metadata
   the same way (it binds only the default spec and sort order to the current schema).
+* Multi-argument partition and sort fields (JSON ``source-ids`` listing several columns) only
+  in v3: "``source-ids`` was added and must be written in the case of a multi-argument
+  transform" is a v3 change (Appendix E), and v1 and v2 fields have a required ``source-id``.
 * A snapshot's ``schema-id``, "ID of the table's current schema when the snapshot was
   created", names a schema of the table.
 * v3 ``next-row-id``: "A ``long`` higher than all assigned row IDs": no snapshot assigned row
@@ -55,6 +59,7 @@ def check_metadata(md: TableMetadata, what: str = "Table metadata") -> None:
     """Raise :class:`ValidationError` naming the rule ``md`` breaks (module docstring);
     ``what`` names the metadata in the message (e.g. its file)."""
     _check_last_partition_id(md, what)
+    _check_multi_argument_fields(md, what)
     _check_default_spec(md, what)
     _check_default_sort_order(md, what)
     _check_snapshots(md, what)
@@ -83,13 +88,28 @@ def _check_last_partition_id(md: TableMetadata, what: str) -> None:
                 "partition specs for the table\"")
 
 
+def _check_multi_argument_fields(md: TableMetadata, what: str) -> None:
+    if md.format_version >= 3:
+        return
+    fields = [(f"partition spec {spec.spec_id} field {f.name!r}", f.sources)
+              for spec in md.partition_specs for f in spec.fields]
+    fields += [(f"sort order {order.order_id} field {f}", f.sources)
+               for order in md.sort_orders for f in order.fields]
+    for label, sources in fields:
+        if len(sources) > 1:
+            raise ValidationError(
+                f"{what}: {label} has 'source-ids' {list(sources)}: multi-argument transforms "
+                f"need format version 3, not {md.format_version}")
+
+
 def _check_default_spec(md: TableMetadata, what: str) -> None:
     schema, spec = md.schema(), md.spec()
     for f in spec.fields:
         if f.transform.is_void:
             continue
         try:
-            check_partition_source(schema, f.source_id, f.transform, f.name)
+            for source_id in f.sources:
+                check_partition_source(schema, source_id, f.transform, f.name)
         except ValidationError as e:
             raise ValidationError(
                 f"{what}: the default partition spec {spec.spec_id} does not fit the current "

@@ -2,10 +2,20 @@
 
 Spec, *Partitioning*: "Tables are configured with a partition spec that defines how to produce a
 tuple of partition values from a record. A partition spec has a list of fields that consist of:
-a source column id from the table's schema; a partition field id that is used to identify a
-partition field and is unique within a partition spec. In v2 table metadata, it is unique across
-all partition specs; a transform that is applied to the source column to produce a partition
-value; a partition name."
+A source column id or a list of source column ids from the table's schema; A partition field id
+that is used to identify a partition field and is unique within a partition spec. In v2 table
+metadata, it is unique across all partition specs; A transform that is applied to the source
+column(s) to produce a partition value; A partition name."
+
+Every transform icepark knows takes one source column (:attr:`PartitionField.source_id`). A
+field of a multi-argument transform (v3, written with ``source-ids``; such a transform is
+unknown to icepark, e.g. ``zorder``) also lists all of them in
+:attr:`PartitionField.source_ids`, the first being ``source_id``.
+
+"Partition fields that use an unknown transform can be read by ignoring the partition field for
+the purpose of filtering data files during scan planning ... Writers are not allowed to commit
+data using a partition spec that contains a field with an unknown transform": writers call
+:meth:`PartitionSpec.check_writable` before writing anything.
 
 >>> from icepark.spec.types import LONG, TIMESTAMPTZ, NestedField
 >>> from icepark.spec.schema import Schema
@@ -27,17 +37,25 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spec.schema import Schema
-from icepark.spec.transforms import Transform, TransformKind
-from icepark.spec.types import DATE, INT, IcebergType, NestedField, PrimitiveType, StructType
+from icepark.spec.transforms import Transform, TransformKind, check_source_ids
+from icepark.spec.types import (
+    DATE,
+    INT,
+    STRING,
+    IcebergType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+)
 
 PARTITION_FIELD_ID_START = 1000
 """Spec, *Partition Evolution*: "assigned sequentially starting at 1000 in the reference
 implementation"."""
 
 # Result types that do not depend on the source, for fields whose source column was dropped.
-# void is "Source type or int" (spec, *Partition Transforms*).
+# void is "Source type or int" (spec, *Partition Transforms*); unknown is always string.
 _SOURCE_FREE_RESULT: dict[TransformKind, PrimitiveType] = {
     TransformKind.BUCKET: INT,
     TransformKind.YEAR: INT,
@@ -45,6 +63,7 @@ _SOURCE_FREE_RESULT: dict[TransformKind, PrimitiveType] = {
     TransformKind.DAY: DATE,
     TransformKind.HOUR: INT,
     TransformKind.VOID: INT,
+    TransformKind.UNKNOWN: STRING,
 }
 _DEFAULT_SUFFIX: dict[TransformKind, str] = {
     TransformKind.YEAR: "year",
@@ -57,20 +76,59 @@ _DEFAULT_SUFFIX: dict[TransformKind, str] = {
 
 @dataclass(frozen=True, slots=True)
 class PartitionField:
-    """One partition field: source column ID, partition field ID, transform and name."""
+    """One partition field: source column ID, partition field ID, transform and name.
+
+    ``source_ids`` is empty for a single-argument field (JSON ``source-id``) and lists every
+    source column of a multi-argument one (JSON ``source-ids``), ``source_id`` being its first;
+    only an unknown transform can have one. :attr:`sources` is the list in both cases.
+
+    >>> f = PartitionField.of_sources((1, 2), 1000, Transform.unknown("zorder"), "ab")
+    >>> print(f)
+    1000: ab: zorder(1, 2)
+    >>> f.source_id, f.sources, f.is_multi_argument
+    (1, (1, 2), True)
+    >>> PartitionField.of_sources((1, 2), 1000, Transform.bucket(4), "ab")
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Partition field 'ab': bucket[4] takes one source column, \
+not 2 (source-ids [1, 2])
+    """
 
     source_id: int
     field_id: int
     transform: Transform
     name: str
+    source_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValidationError(
                 f"Partition field {self.field_id} must have a non-empty name")
+        object.__setattr__(self, "source_ids", tuple(self.source_ids))
+        check_source_ids(self.transform, self.source_id, self.source_ids,
+                         f"Partition field {self.name!r}")
+
+    @staticmethod
+    def of_sources(source_ids: Sequence[int], field_id: int, transform: Transform,
+                   name: str) -> PartitionField:
+        """A multi-argument field (``source-ids``) of an unknown transform."""
+        ids = tuple(source_ids)
+        if not ids:
+            raise ValidationError(f"Partition field {name!r}: 'source-ids' must not be empty")
+        return PartitionField(ids[0], field_id, transform, name, ids)
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        """Every source column ID: ``source_ids``, or ``(source_id,)``."""
+        return self.source_ids or (self.source_id,)
+
+    @property
+    def is_multi_argument(self) -> bool:
+        """Whether the field is written with ``source-ids`` (a multi-argument transform)."""
+        return bool(self.source_ids)
 
     def __str__(self) -> str:
-        return f"{self.field_id}: {self.name}: {self.transform}({self.source_id})"
+        return f"{self.field_id}: {self.name}: {self.transform}({_ids(self.sources)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +168,33 @@ class PartitionSpec:
         return all(f.transform.is_void for f in self.fields)
 
     @property
+    def unknown_fields(self) -> tuple[PartitionField, ...]:
+        """The fields whose transform icepark does not know (ignored for filtering)."""
+        return tuple(f for f in self.fields if f.transform.is_unknown)
+
+    def check_writable(self) -> None:
+        """Raise :class:`UnsupportedFeature` naming every field with an unknown transform:
+        "Writers are not allowed to commit files with a partition spec that contains a field
+        with an unknown transform." Writers call it before writing any file.
+
+        >>> spec = PartitionSpec(1, (PartitionField(1, 1000, Transform.unknown("h3[5]"), "h"),))
+        >>> spec.check_writable()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        icepark.errors.UnsupportedFeature: Cannot write data files with partition spec 1: \
+field 'h' uses transform 'h3[5]', which icepark does not know; ...
+        """
+        unknown = self.unknown_fields
+        if unknown:
+            fields = ", ".join(f"field {f.name!r} uses transform {str(f.transform)!r}"
+                               for f in unknown)
+            raise UnsupportedFeature(
+                f"Cannot write data files with partition spec {self.spec_id}: {fields}, which "
+                "icepark does not know; \"Writers are not allowed to commit files with a "
+                "partition spec that contains a field with an unknown transform\" (remove the "
+                "field with update_spec() to write again)")
+
+    @property
     def last_assigned_field_id(self) -> int:
         """The largest partition field ID, or ``PARTITION_FIELD_ID_START - 1`` if none."""
         return max((f.field_id for f in self.fields), default=PARTITION_FIELD_ID_START - 1)
@@ -122,13 +207,18 @@ class PartitionSpec:
         partition field's ID and name and the transform's result type.
 
         A source column missing from ``schema`` (dropped after this spec was replaced) gets the
-        transform's result type where that does not depend on the source.
+        transform's result type where that does not depend on the source. An unknown
+        transform's is ``string``, as the reference implementation types it, whatever its
+        sources; the values other writers stored for it may be of another type.
         """
         fields = []
         for f in self.fields:
             source = _source_type(schema, f.source_id)
-            if source is None:
-                result: IcebergType | None = _SOURCE_FREE_RESULT.get(f.transform.kind)
+            result: IcebergType | None
+            if f.transform.is_unknown:
+                result = STRING
+            elif source is None:
+                result = _SOURCE_FREE_RESULT.get(f.transform.kind)
                 if result is None:
                     raise ValidationError(
                         f"Cannot find source column {f.source_id} for partition field "
@@ -149,10 +239,12 @@ class PartitionSpec:
         the source type. Partition names are unique and do not collide with a schema column
         unless the field is the identity (or void) of that same column. A column has at most
         one time transform (year/month/day/hour) and no (source, transform) pair repeats.
-        ``void`` fields (dropped in v1) are exempt from the source checks.
+        ``void`` fields (dropped in v1) are exempt from the source checks. Every source of a
+        multi-argument field is checked; an unknown transform accepts any primitive source, as
+        the reference implementation's does.
         """
         names: set[str] = set()
-        by_key: dict[tuple[int, str], PartitionField] = {}
+        by_key: dict[tuple[tuple[int, ...], str], PartitionField] = {}
         for f in self.fields:
             if f.name in names:
                 raise ValidationError(f"Partition name {f.name!r} is used more than once")
@@ -165,18 +257,19 @@ class PartitionSpec:
                     "identity partition of that column may use its name")
             if f.transform.is_void:
                 continue
-            check_partition_source(schema, f.source_id, f.transform, f.name)
-            key = (f.source_id, "time" if f.transform.is_time else str(f.transform))
+            for source_id in f.sources:
+                check_partition_source(schema, source_id, f.transform, f.name)
+            key = (f.sources, "time" if f.transform.is_time else str(f.transform))
             other = by_key.get(key)
             if other is not None:
                 raise ValidationError(
                     f"Cannot add redundant partition {f.name!r} ({f.transform}): conflicts "
                     f"with {other.name!r} ({other.transform}) on the same source column "
-                    f"{f.source_id}")
+                    f"{_ids(f.sources)}")
             by_key[key] = f
 
     def compatible_with(self, other: PartitionSpec) -> bool:
-        """Whether both specs have the same fields (source, transform, name, field ID), in the
+        """Whether both specs have the same fields (sources, transform, name, field ID), in the
         same order; the spec IDs may differ."""
         return self.fields == other.fields
 
@@ -212,6 +305,10 @@ UNPARTITIONED = PartitionSpec(0, ())
 def _source_type(schema: Schema, source_id: int) -> IcebergType | None:
     found = schema.field_by_id(source_id)
     return None if found is None else found.field_type
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(map(str, ids))
 
 
 def check_partition_source(schema: Schema, source_id: int, transform: Transform,
@@ -260,6 +357,9 @@ def default_partition_name(column: str, transform: Transform, *, with_argument: 
     >>> default_partition_name("ts", Transform.day())
     'ts_day'
     """
+    if transform.is_unknown:
+        raise ValidationError(f"A partition field of the unknown transform {transform} has no "
+                              f"default name: give {transform}({column}) a name")
     match transform.kind:
         case TransformKind.IDENTITY:
             return column

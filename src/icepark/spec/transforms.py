@@ -1,4 +1,5 @@
-"""Partition transforms: identity, bucket[N], truncate[W], year, month, day, hour, void.
+"""Partition transforms: identity, bucket[N], truncate[W], year, month, day, hour, void, and
+the transforms icepark does not know.
 
 Spec, *Partition Transforms*: a transform "is applied to the source column to produce a partition
 value", and "All transforms must return ``null`` for a ``null`` input value."
@@ -6,6 +7,21 @@ value", and "All transforms must return ``null`` for a ``null`` input value."
 The transforms are one closed set, so they are one value, :class:`Transform` (a kind plus its
 parameter), computing on the Python values described in :mod:`icepark.spec.types`. Engine
 versions (Spark Columns, Arrow kernels) live in their adapters and are tested against these.
+
+A transform written by a newer or another writer (``zorder``, ``bucket_v2[8]``, ``h3[5]``) is
+kind ``unknown``, keeping its text exactly: Appendix C, "All v3 readers are required to read
+tables with unknown transforms, ignoring them". As the reference implementation's
+``UnknownTransform`` does, it accepts any source, its result type is ``string`` ("the actual
+result type is not known"), it projects no predicate and cannot be computed
+(:class:`~icepark.errors.UnsupportedFeature`): "Writers are not allowed to commit files with a
+partition spec that contains a field with an unknown transform." Only metadata reading
+(:meth:`Transform.from_json`) makes one; :meth:`Transform.parse`, for what people write,
+rejects a name it does not know.
+
+Nanosecond timestamps (``timestamp_ns``, ``timestamptz_ns``; Python values are int nanoseconds
+from the epoch) are accepted by identity, bucket, year, month, day, hour and void; bucket hashes
+their microseconds: Appendix B, "Nanosecond timestamps must be converted to microsecond precision
+before hashing to ensure timestamps have the same hash value" (:mod:`icepark.spec.hashing`).
 
 >>> from icepark.spec.types import LONG, STRING, TIMESTAMP
 >>> t = Transform.parse("bucket[16]")
@@ -20,45 +36,59 @@ versions (Spark Columns, Arrow kernels) live in their adapters and are tested ag
 from __future__ import annotations
 
 import base64
-import math
 import re
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-import mmh3
-
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.spec.datetimes import (
     MICROS_PER_DAY,
     MICROS_PER_HOUR,
+    MICROS_PER_SECOND,
     days_to_date,
+    days_to_iso,
     days_to_year_month,
     micros_to_time,
     micros_to_timestamp,
 )
+from icepark.spec.hashing import INT_LIKE, NANO_TIMESTAMPS, NANOS_PER_MICRO, hash_value, unscaled
 from icepark.spec.types import (
     DATE,
     INT,
+    STRING,
     IcebergType,
     PrimitiveType,
     TypeId,
 )
 
-_INT_LIKE = frozenset({TypeId.INT, TypeId.LONG, TypeId.DATE, TypeId.TIME, TypeId.TIMESTAMP,
-                       TypeId.TIMESTAMPTZ})
-_BUCKET_SOURCES = _INT_LIKE | {TypeId.DECIMAL, TypeId.STRING, TypeId.UUID, TypeId.FIXED,
-                               TypeId.BINARY}
+_BUCKET_SOURCES = INT_LIKE | NANO_TIMESTAMPS | {TypeId.DECIMAL, TypeId.STRING, TypeId.UUID,
+                                                 TypeId.FIXED, TypeId.BINARY}
 # The spec lists int, long, decimal and string; binary is accepted too, as every reference
 # implementation does, so tables they write can be read.
 _TRUNCATE_SOURCES = frozenset({TypeId.INT, TypeId.LONG, TypeId.DECIMAL, TypeId.STRING,
                                TypeId.BINARY})
-_DATE_SOURCES = frozenset({TypeId.DATE, TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ})
-_HOUR_SOURCES = frozenset({TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ})
+_HOUR_SOURCES = frozenset({TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ}) | NANO_TIMESTAMPS
+_DATE_SOURCES = _HOUR_SOURCES | {TypeId.DATE}
 _MAX_PARAM = 2_147_483_647
+
+
+def _human_nanos(nanos: int, utc: bool) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` with nine fraction digits unless they are all zero (as Python's
+    ``isoformat`` writes six for microseconds), ``+00:00`` appended if ``utc``.
+
+    >>> _human_nanos(1_510_871_468_000_001_001, utc=False)
+    '2017-11-16T22:31:08.000001001'
+    >>> _human_nanos(-1, utc=True)
+    '1969-12-31T23:59:59.999999999+00:00'
+    """
+    days, day_nanos = divmod(nanos, MICROS_PER_DAY * NANOS_PER_MICRO)
+    seconds, fraction = divmod(day_nanos, MICROS_PER_SECOND * NANOS_PER_MICRO)
+    minutes, second = divmod(seconds, 60)
+    text = f"{days_to_iso(days)}T{minutes // 60:02d}:{minutes % 60:02d}:{second:02d}"
+    return text + (f".{fraction:09d}" if fraction else "") + ("+00:00" if utc else "")
 
 
 class TransformKind(StrEnum):
@@ -70,6 +100,8 @@ class TransformKind(StrEnum):
     DAY = "day"
     HOUR = "hour"
     VOID = "void"
+    UNKNOWN = "unknown"
+    """A transform icepark does not know; :attr:`Transform.text` keeps what was written."""
 
 
 _TIME_KINDS = frozenset({TransformKind.YEAR, TransformKind.MONTH, TransformKind.DAY,
@@ -82,12 +114,23 @@ _PARAM_RE = re.compile(r"(bucket|truncate)\[(\d+)\]")
 
 @dataclass(frozen=True, slots=True)
 class Transform:
-    """A partition or sort transform: its kind and, for bucket and truncate, N or W."""
+    """A partition or sort transform: its kind and, for bucket and truncate, N or W; an
+    unknown transform's ``text`` is its JSON string as written (empty for the others)."""
 
     kind: TransformKind
     param: int = 0
+    text: str = ""
 
     def __post_init__(self) -> None:
+        if self.kind is TransformKind.UNKNOWN:
+            if not isinstance(self.text, str) or not self.text.strip():
+                raise ValidationError("An unknown transform needs its text, e.g. 'zorder'")
+            if self.param:
+                raise ValidationError(f"Unknown transform {self.text!r} takes no parameter "
+                                      "apart from its text")
+            return
+        if self.text:
+            raise ValidationError(f"Only an unknown transform has a text, not {self.kind.value}")
         if self.kind in (TransformKind.BUCKET, TransformKind.TRUNCATE):
             if not 0 < self.param <= _MAX_PARAM:
                 what = "number of buckets" if self.kind is TransformKind.BUCKET else "width"
@@ -130,6 +173,11 @@ class Transform:
         return Transform(TransformKind.VOID)
 
     @staticmethod
+    def unknown(text: str) -> Transform:
+        """A transform icepark does not know, written as ``text`` (kept exactly)."""
+        return Transform(TransformKind.UNKNOWN, text=text)
+
+    @staticmethod
     def parse(text: str) -> Transform:
         """Parse a transform's JSON string (Appendix C), e.g. ``"bucket[16]"`` or ``"day"``.
 
@@ -142,18 +190,47 @@ class Transform:
         ...
         icepark.errors.ValidationError: Unknown transform 'zorder'
         """
+        found = Transform.from_json(text)
+        if found.is_unknown:
+            if text.strip().lower() in (TransformKind.BUCKET, TransformKind.TRUNCATE):
+                raise ValidationError(
+                    f"Transform {text!r} needs a parameter, e.g. {text.strip().lower()}[16]")
+            raise ValidationError(f"Unknown transform {text!r}")
+        return found
+
+    @staticmethod
+    def from_json(text: str) -> Transform:
+        """Read a transform's JSON string from metadata: a known one as :meth:`parse` reads it,
+        anything else as an unknown transform keeping ``text`` exactly (Appendix C: "All v3
+        readers are required to read tables with unknown transforms, ignoring them").
+
+        A known name with an invalid parameter is still an error, as in the reference
+        implementation.
+
+        >>> Transform.from_json("zorder"), Transform.from_json("bucket_v2[8]").is_unknown
+        (zorder, True)
+        >>> Transform.from_json("bucket[0]")
+        Traceback (most recent call last):
+        ...
+        icepark.errors.ValidationError: Invalid bucket[0]: the number of buckets must be positive
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError(f"Unknown transform {text!r}: a transform is a non-empty "
+                                  "string such as 'identity' or 'bucket[16]'")
         lowered = text.strip().lower()
         if m := _PARAM_RE.fullmatch(lowered):
             return Transform(TransformKind(m.group(1)), int(m.group(2)))
         try:
             kind = TransformKind(lowered)
         except ValueError:
-            raise ValidationError(f"Unknown transform {text!r}") from None
-        if kind in (TransformKind.BUCKET, TransformKind.TRUNCATE):
-            raise ValidationError(f"Transform {text!r} needs a parameter, e.g. {kind.value}[16]")
+            return Transform.unknown(text)
+        if kind in (TransformKind.BUCKET, TransformKind.TRUNCATE, TransformKind.UNKNOWN):
+            return Transform.unknown(text)  # the reference reads "bucket" as unknown too
         return Transform(kind)
 
     def __str__(self) -> str:
+        if self.kind is TransformKind.UNKNOWN:
+            return self.text
         if self.kind in (TransformKind.BUCKET, TransformKind.TRUNCATE):
             return f"{self.kind.value}[{self.param}]"
         return self.kind.value
@@ -174,8 +251,26 @@ class Transform:
         """Whether this is year, month, day or hour."""
         return self.kind in _TIME_KINDS
 
+    @property
+    def is_unknown(self) -> bool:
+        """Whether icepark does not know this transform (see the module docstring)."""
+        return self.kind is TransformKind.UNKNOWN
+
+    def check_computable(self, what: str = "") -> None:
+        """Raise :class:`UnsupportedFeature` for an unknown transform, which icepark cannot
+        compute; ``what`` names its field in the message."""
+        if self.is_unknown:
+            raise UnsupportedFeature(
+                f"Cannot compute transform {self.text!r}{f' of {what}' if what else ''}: "
+                "icepark does not know it (it reads tables using it, ignoring it for "
+                "filtering, but cannot write them)")
+
     def can_transform(self, source: IcebergType) -> bool:
-        """Whether the spec's *Source types* column admits ``source``."""
+        """Whether the spec's *Source types* column admits ``source``; an unknown transform
+        admits any (the reference: "assume the transform function can be applied for any
+        type")."""
+        if self.kind is TransformKind.UNKNOWN:
+            return True
         if not isinstance(source, PrimitiveType):
             return self.kind is TransformKind.VOID
         tid = source.type_id
@@ -202,9 +297,13 @@ class Transform:
 
         ``day`` yields ``date``: the same stored int (days from 1970-01-01) as the spec's
         ``int``, typed as the reference implementations do so partition tuples match theirs.
+        An unknown transform yields ``string``, as the reference's does: "the actual result
+        type is not known".
         """
         if self.kind is TransformKind.VOID:
             return source
+        if self.kind is TransformKind.UNKNOWN:
+            return STRING
         self.check_source(source)
         match self.kind:
             case TransformKind.IDENTITY | TransformKind.TRUNCATE:
@@ -216,8 +315,9 @@ class Transform:
 
     @property
     def preserves_order(self) -> bool:
-        """Whether ``a <= b`` implies ``t(a) <= t(b)``: true for all but bucket and void."""
-        return self.kind not in (TransformKind.BUCKET, TransformKind.VOID)
+        """Whether ``a <= b`` implies ``t(a) <= t(b)``: true for all but bucket, void and an
+        unknown transform (of which nothing is known)."""
+        return self.kind not in (TransformKind.BUCKET, TransformKind.VOID, TransformKind.UNKNOWN)
 
     def satisfies_order_of(self, other: Transform, source: IcebergType | None = None) -> bool:
         """Whether data ordered by this transform is also ordered by ``other``.
@@ -249,7 +349,8 @@ class Transform:
 
     def function(self, source: IcebergType) -> Callable[[Any], Any]:
         """Bind to a source type once; the returned function maps a value (or None) to its
-        partition value."""
+        partition value. An unknown transform raises :class:`UnsupportedFeature`."""
+        self.check_computable()
         if self.kind is TransformKind.VOID:
             return _void
         source_type = self.check_source(source)
@@ -275,6 +376,8 @@ class Transform:
         '2017-12-01-18'
         >>> Transform.month().to_human_string(DATE, -1)
         '1969-12'
+        >>> Transform.unknown("zorder").to_human_string(DATE, b"\\x01\\x02")
+        'AQI='
         """
         if value is None:
             return "null"
@@ -291,8 +394,38 @@ class Transform:
                 return f"{days_to_date(days).isoformat()}-{hour:02d}"
             case TransformKind.BUCKET:
                 return str(value)
+            case TransformKind.UNKNOWN:  # typed string, but other writers may store anything
+                return base64.b64encode(value).decode("ascii") if isinstance(
+                    value, bytes) else human_string(STRING, value)
             case _:
                 return human_string(self.result_type(source), value)
+
+
+def check_source_ids(transform: Transform, source_id: int, source_ids: tuple[int, ...],
+                     what: str) -> None:
+    """The rules of a partition or sort field's source IDs (``what`` names the field):
+    ``source_ids`` is empty (a single-argument field, JSON ``source-id``) or starts with
+    ``source_id`` (a multi-argument one, ``source-ids``), and only an unknown transform may
+    have one: every transform icepark knows takes a single column.
+
+    >>> check_source_ids(Transform.identity(), 3, (3, 4), "Sort field")
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Sort field: identity takes one source column, not 2 \
+(source-ids [3, 4])
+    """
+    if not source_ids:
+        return
+    listed = f"source-ids [{', '.join(map(str, source_ids))}]"
+    if source_ids[0] != source_id:
+        raise ValidationError(f"{what}: source ID {source_id} is not the first of its {listed}")
+    if transform.is_unknown:
+        return
+    if len(source_ids) > 1:
+        raise ValidationError(f"{what}: {transform} takes one source column, not "
+                              f"{len(source_ids)} ({listed})")
+    raise ValidationError(f"{what}: {transform} is a single-argument transform, written with "
+                          "'source-id', not 'source-ids'")
 
 
 def human_string(t: IcebergType, value: Any) -> str:
@@ -310,6 +443,8 @@ def human_string(t: IcebergType, value: Any) -> str:
             return micros_to_timestamp(value).isoformat()
         case TypeId.TIMESTAMPTZ:
             return micros_to_timestamp(value).isoformat() + "+00:00"
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            return _human_nanos(value, utc=t.type_id is TypeId.TIMESTAMPTZ_NS)
         case TypeId.BINARY | TypeId.FIXED:
             return base64.b64encode(value).decode("ascii")
         case TypeId.BOOLEAN:
@@ -328,74 +463,21 @@ def _void(value: Any) -> None:
     return None
 
 
-# Appendix B: "The 32-bit hash implementation is 32-bit Murmur3 hash, x86 variant, seeded with 0."
-def _hash_bytes(data: bytes) -> int:
-    return int(mmh3.hash(data, 0, signed=True))
-
-
-def _hash_long(value: int) -> int:
-    return _hash_bytes(struct.pack("<q", value))
-
-
-def _min_big_endian(unscaled: int) -> bytes:
-    """Two's complement big-endian in the fewest bytes (Appendix B note 2)."""
-    length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
-    return unscaled.to_bytes(length, "big", signed=True)
-
-
-def _unscaled(value: Decimal) -> int:
-    sign, digits, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    unscaled = int("".join(map(str, digits)) or "0")
-    unscaled = -unscaled if sign else unscaled
-    return unscaled * 10**exponent if exponent > 0 else unscaled
-
-
 def _unscaled_at(value: Decimal, scale: int) -> int:
     """The unscaled integer of ``value`` at the column's ``scale``, in exact integer arithmetic
     (``Decimal.scaleb`` would round to the 28-digit context and corrupt decimal(38, s))."""
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)
-    unscaled = _unscaled(value)  # at scale max(-exponent, 0)
+    digits = unscaled(value)  # at scale max(-exponent, 0)
     shift = min(exponent, 0) + scale
     factor: int = 10 ** abs(shift)
     if shift >= 0:
-        return unscaled * factor
-    quotient, remainder = divmod(unscaled, factor)
+        return digits * factor
+    quotient, remainder = divmod(digits, factor)
     if remainder:
         raise ValidationError(
             f"Cannot truncate {value}: it has more digits after the point than scale {scale}")
     return quotient
-
-
-def hash_value(t: PrimitiveType, value: Any) -> int:
-    """The Appendix B 32-bit hash of a non-null value.
-
-    "Integer and long hash results must be identical for all integer values"; floats hash as
-    doubles with NaN and -0.0 canonicalized (those types are not valid for bucketing, but the
-    spec fixes their hash too).
-
-    >>> from icepark.spec.types import LONG, STRING
-    >>> hash_value(LONG, 34), hash_value(STRING, "iceberg")
-    (2017239379, 1210000089)
-    """
-    match t.type_id:
-        case tid if tid in _INT_LIKE:
-            return _hash_long(value)
-        case TypeId.BOOLEAN:
-            return _hash_long(1 if value else 0)
-        case TypeId.FLOAT | TypeId.DOUBLE:
-            if math.isnan(value):  # canonical NaN bits 0x7ff8000000000000
-                return _hash_bytes(struct.pack("<Q", 0x7FF8000000000000))
-            return _hash_bytes(struct.pack("<d", 0.0 if value == 0 else value))
-        case TypeId.DECIMAL:
-            return _hash_bytes(_min_big_endian(_unscaled(value)))
-        case TypeId.STRING:
-            return _hash_bytes(value.encode("utf-8"))
-        case TypeId.UUID:
-            return _hash_bytes(value.bytes)
-        case _:
-            return _hash_bytes(bytes(value))
 
 
 def _bucket_function(t: PrimitiveType, n: int) -> Callable[[Any], Any]:
@@ -423,8 +505,8 @@ def _truncate_function(t: PrimitiveType, width: int) -> Callable[[Any], Any]:
             def truncate_decimal(v: Decimal | None) -> Decimal | None:
                 if v is None:
                     return None
-                unscaled = _unscaled_at(v, scale)
-                return Decimal(f"{unscaled - unscaled % width}E{-scale}")  # exact, no rounding
+                digits = _unscaled_at(v, scale)
+                return Decimal(f"{digits - digits % width}E{-scale}")  # exact, no rounding
 
             return truncate_decimal
         case _:  # string, binary
@@ -432,15 +514,18 @@ def _truncate_function(t: PrimitiveType, width: int) -> Callable[[Any], Any]:
 
 
 def _time_function(kind: TransformKind, t: PrimitiveType) -> Callable[[Any], Any]:
-    """year/month/day/hour: whole units since 1970-01-01, rounding down (so before 1970 too)."""
+    """year/month/day/hour: whole units since 1970-01-01, rounding down (so before 1970 too),
+    of days, microseconds or nanoseconds."""
     is_date = t.type_id is TypeId.DATE
+    per_micro = NANOS_PER_MICRO if t.type_id in NANO_TIMESTAMPS else 1
+    per_day, per_hour = MICROS_PER_DAY * per_micro, MICROS_PER_HOUR * per_micro
 
     def days(v: int) -> int:
-        return v if is_date else v // MICROS_PER_DAY
+        return v if is_date else v // per_day
 
     match kind:
         case TransformKind.HOUR:
-            return lambda v: None if v is None else v // MICROS_PER_HOUR
+            return lambda v: None if v is None else v // per_hour
         case TransformKind.DAY:
             return lambda v: None if v is None else days(v)
         case TransformKind.MONTH:
@@ -454,3 +539,6 @@ def _time_function(kind: TransformKind, t: PrimitiveType) -> Callable[[Any], Any
             return month
         case _:
             return lambda v: None if v is None else days_to_year_month(days(v))[0] - 1970
+
+
+__all__ = ["Transform", "TransformKind", "check_source_ids", "hash_value", "human_string"]

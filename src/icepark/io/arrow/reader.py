@@ -136,12 +136,16 @@ def partition_struct(specs: Iterable[PartitionSpec], schema: Schema) -> StructTy
     Spec, *Reserved Field IDs*: "``_partition`` ``struct`` Partition to which a row belongs".
     The spec does not say which struct when specs evolved; as the reference implementation
     does, it is the union of all specs' fields, ordered by partition field ID, all optional
-    (a row of an older spec has null in the fields it did not have).
+    (a row of an older spec has null in the fields it did not have). A field with an unknown
+    transform is left out: the type of its values is not known (the reference implementation
+    refuses ``_partition`` on such tables).
     """
     fields: dict[int, NestedField] = {}
     for spec in sorted(specs, key=lambda s: s.spec_id):
+        unknown = {f.field_id for f in spec.unknown_fields}
         for f in spec.partition_type(schema).fields:
-            fields.setdefault(f.field_id, f)
+            if f.field_id not in unknown:
+                fields.setdefault(f.field_id, f)
     return StructType(tuple(fields[i] for i in sorted(fields)))
 
 
@@ -367,6 +371,8 @@ class ArrowReader:
         if task.spec is not None:
             known = {f.field_id for f in self._partition_type.fields}
             for pf, v in zip(task.spec.fields, task.partition, strict=True):
+                if pf.transform.is_unknown:  # left out of _partition (partition_struct)
+                    continue
                 if pf.field_id not in known:
                     raise ValidationError(
                         f"Partition field {pf.name!r} ({pf.field_id}) of spec "

@@ -15,7 +15,10 @@ truncation and the time transforms are numpy integer arithmetic with floor seman
 values before 1970 round down ("-1 -> -10" for ``truncate[10]``, 1969-12-31 is day ``-1``).
 A partition value that does not fit its result type (``truncate`` of a value next to the
 smallest long, ``hour`` of a timestamp 245,000 years away) raises :class:`ValidationError`, as
-writing that partition tuple would.
+writing that partition tuple would. Nanosecond timestamp columns (``timestamp('ns')``) work as
+microsecond ones with nanosecond units; bucket hashes their microseconds (Appendix B, "Nanosecond
+timestamps must be converted to microsecond precision before hashing"). A transform icepark does
+not know cannot be computed: :class:`~icepark.errors.UnsupportedFeature`.
 
 :func:`partition_batches` groups the rows of a table by their partition tuple with one
 dictionary encoding per partition field and one stable sort, yielding each tuple (values in the
@@ -50,6 +53,7 @@ import pyarrow.compute as pc
 from icepark.errors import ValidationError
 from icepark.io.arrow.schema import to_arrow_type
 from icepark.spec.datetimes import MICROS_PER_DAY, MICROS_PER_HOUR
+from icepark.spec.hashing import NANO_TIMESTAMPS, NANOS_PER_MICRO
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
@@ -57,9 +61,10 @@ from icepark.spec.transforms import Transform, TransformKind
 from icepark.spec.types import IcebergType, PrimitiveType, StructType, TypeId
 
 _INT_LIKE = frozenset({TypeId.INT, TypeId.LONG, TypeId.DATE, TypeId.TIME, TypeId.TIMESTAMP,
-                       TypeId.TIMESTAMPTZ})
+                       TypeId.TIMESTAMPTZ}) | NANO_TIMESTAMPS
 _STORAGE: dict[TypeId, Any] = {TypeId.DATE: pa.int32(), TypeId.TIME: pa.int64(),
-                               TypeId.TIMESTAMP: pa.int64(), TypeId.TIMESTAMPTZ: pa.int64()}
+                               TypeId.TIMESTAMP: pa.int64(), TypeId.TIMESTAMPTZ: pa.int64(),
+                               TypeId.TIMESTAMP_NS: pa.int64(), TypeId.TIMESTAMPTZ_NS: pa.int64()}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN = -(2**63)
 
@@ -77,15 +82,21 @@ def transform_array(transform: Transform, source_type: IcebergType,
     Arrow types of :mod:`icepark.io.arrow.schema`), as an Arrow array of the transform's
     result type; nulls stay null.
 
-    >>> from icepark.spec.types import STRING
+    >>> from icepark.spec.types import STRING, TIMESTAMP_NS
     >>> transform_array(Transform.truncate(3), STRING, pa.array(["iceberg", "ab"])).to_pylist()
     ['ice', 'ab']
+    >>> ns = pa.array([1_510_871_468_000_001_001, -1], pa.timestamp("ns"))
+    >>> transform_array(Transform.hour(), TIMESTAMP_NS, ns).to_pylist()
+    [419686, -1]
     """
     if isinstance(array, pa.ChunkedArray):
         chunks = array.chunks or [pa.array([], array.type)]
         results = [transform_array(transform, source_type, c) for c in chunks]
         return results[0] if len(results) == 1 else pa.concat_arrays(results)
+    transform.check_computable()
     if transform.kind is TransformKind.VOID:
+        if _is_nanos(source_type):  # void keeps the source type: the column's own
+            return pa.nulls(len(array), array.type)
         return pa.nulls(len(array), to_arrow_type(transform.result_type(source_type)))
     source = transform.check_source(source_type)
     match transform.kind:
@@ -99,13 +110,18 @@ def transform_array(transform: Transform, source_type: IcebergType,
             return _time(array, source, kind)
 
 
+def _is_nanos(t: IcebergType) -> bool:
+    return isinstance(t, PrimitiveType) and t.type_id in NANO_TIMESTAMPS
+
+
 def _mask(arr: pa.Array) -> np.ndarray[Any, Any] | None:
     """Where ``arr`` is null (None when nowhere)."""
     return arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
 
 
 def _int64s(arr: pa.Array, t: PrimitiveType) -> np.ndarray[Any, Any]:
-    """The stored integers of an int-like column (nulls as 0): days, micros or the value."""
+    """The stored integers of an int-like column (nulls as 0): days, micros, nanos or the
+    value."""
     storage = _STORAGE.get(t.type_id)
     plain = arr.cast(storage) if storage is not None else arr
     return np.asarray(plain.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -187,7 +203,9 @@ def _byte_values(arr: pa.Array, t: PrimitiveType) -> Sequence[bytes]:
 
 def _bucket(arr: pa.Array, t: PrimitiveType, n: int) -> pa.Array:
     """Spec: ``bucket_N(x) = (murmur3_x86_32_hash(x) & Integer.MAX_VALUE) % N``."""
-    if t.type_id in _INT_LIKE:
+    if t.type_id in NANO_TIMESTAMPS:  # Appendix B note 3: micros, rounded down
+        hashes = murmur3_longs(_int64s(arr, t) // NANOS_PER_MICRO)
+    elif t.type_id in _INT_LIKE:
         hashes = murmur3_longs(_int64s(arr, t))
     else:
         storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
@@ -273,12 +291,14 @@ def civil_year_month(days: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any],
 
 
 def _time(arr: pa.Array, t: PrimitiveType, kind: TransformKind) -> pa.Array:
-    """year/month/day/hour: whole units since 1970-01-01, rounding down (floor division)."""
+    """year/month/day/hour: whole units since 1970-01-01, rounding down (floor division), of
+    days, microseconds or nanoseconds."""
     values = _int64s(arr, t)
     mask = _mask(arr)
+    per_micro = NANOS_PER_MICRO if t.type_id in NANO_TIMESTAMPS else 1
     if kind is TransformKind.HOUR:
-        return _int32_result(values // MICROS_PER_HOUR, mask, "hour")
-    days = values if t.type_id is TypeId.DATE else values // MICROS_PER_DAY
+        return _int32_result(values // (MICROS_PER_HOUR * per_micro), mask, "hour")
+    days = values if t.type_id is TypeId.DATE else values // (MICROS_PER_DAY * per_micro)
     if kind is TransformKind.DAY:
         return _int32_result(days, mask, "day", pa.date32())
     year, month = civil_year_month(days)
@@ -396,6 +416,7 @@ def partition_batches(table: pa.Table, schema: Schema, spec: PartitionSpec
     if not spec.fields:
         yield (), table
         return
+    spec.check_writable()
     result_types = [f.field_type for f in spec.partition_type(schema).fields]
     codes: list[np.ndarray[Any, Any]] = []
     dictionaries: list[list[Any]] = []
@@ -441,6 +462,7 @@ def sort_table(table: pa.Table, schema: Schema, order: SortOrder) -> pa.Table:
     """
     if order.is_unsorted or table.num_rows < 2:
         return table
+    order.check_writable()
     keys: dict[str, Any] = {}
     sort_keys: list[tuple[str, str]] = []
     for i, f in enumerate(order.fields):

@@ -16,6 +16,12 @@ As the reference implementation does, a v2 update that adds a (source, transform
 earlier spec already had, with no name or that field's name, reuses that field's ID and name;
 removing and re-adding a field in one update keeps it unchanged.
 
+A field with a transform icepark does not know (read from metadata, possibly of several source
+columns) is kept as it is, and can be renamed or removed, which is how a table gets a spec that
+writers can use again ("Writers are not allowed to commit data using a partition spec that
+contains a field with an unknown transform"); such a transform cannot be added. (The reference
+implementation refuses any update of a spec holding one.)
+
 >>> from icepark.spec.types import LONG, TIMESTAMPTZ, NestedField
 >>> from icepark.spec.schema import Schema
 >>> from icepark.spec.partitioning import PartitionSpecBuilder
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from icepark.errors import ValidationError
 from icepark.spec.partitioning import (
@@ -89,6 +96,10 @@ class SpecUpdate:
         """Add ``transform(source_name)`` at the end of the spec, named ``name`` or the default
         name (``id_bucket_16``, ``ts_day``, ...)."""
         t = Transform.parse(transform) if isinstance(transform, str) else transform
+        if t.is_unknown:
+            raise ValidationError(
+                f"Cannot add partition field {t}({source_name}): icepark does not know the "
+                f"transform {str(t)!r}, and no writer could use a spec with it")
         source_id = self._schema.find_field_id(source_name, self._case_sensitive)
         if source_id is None:
             raise ValidationError(
@@ -195,8 +206,10 @@ class SpecUpdate:
             final = self._final_name(f)
             if final is None:
                 continue
-            transform = Transform.void() if f.field_id in self._deletes else f.transform
-            fields.append(PartitionField(f.source_id, f.field_id, transform, final))
+            if f.field_id in self._deletes:  # v1: the field stays, with void of its source
+                fields.append(PartitionField(f.source_id, f.field_id, Transform.void(), final))
+            else:
+                fields.append(replace(f, name=final))
         fields.extend(self._adds)
         new_fields = tuple(fields)
         spec_id = next((s.spec_id for s in self._specs if s.fields == new_fields),

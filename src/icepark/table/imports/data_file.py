@@ -73,6 +73,7 @@ class ImportTarget:
     @staticmethod
     def of(metadata: TableMetadata) -> ImportTarget:
         schema = metadata.schema()
+        metadata.spec().check_writable()  # files cannot be committed to an unknown transform
         own = name_mapping_from_properties(metadata.properties)
         return ImportTarget(schema, metadata.spec(), own or create_mapping(schema),
                             MetricsConfig.from_properties(metadata.properties, schema),

@@ -264,6 +264,8 @@ class _Writers:
         self.schema = metadata.schema()
         self.spec = metadata.spec()
         self.order = metadata.sort_order()
+        self.spec.check_writable()  # no unknown transforms: before any file is written
+        self.order.check_writable()
         self._properties = metadata.properties
         self._locations = LocationProvider.of(metadata)
         self._open: dict[tuple[Any, ...], DataFileWriter] = {}
