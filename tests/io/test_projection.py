@@ -113,7 +113,7 @@ def test_promotions(old: PrimitiveType, new: PrimitiveType, values: list[Any],
 @pytest.mark.parametrize(("old", "new"), [
     (LONG, INT), (DOUBLE, FLOAT), (INT, STRING), (DEC12, DEC9),
     (PrimitiveType.decimal(9, 2), PrimitiveType.decimal(12, 3)), (STRING, BINARY),
-    (TIMESTAMP, TIMESTAMPTZ), (DATE, TIMESTAMP),
+    (TIMESTAMP, TIMESTAMPTZ), (DATE, TIMESTAMPTZ),  # (v3 promotes date to timestamp)
 ])
 def test_invalid_type_changes_name_the_column(old: PrimitiveType, new: PrimitiveType) -> None:
     written = Schema.of(NestedField.optional(1, "s", StructType((

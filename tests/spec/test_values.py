@@ -196,7 +196,7 @@ def test_from_bytes_lenient_reads(t: PrimitiveType, data: bytes, value: Any) -> 
     ("t", "data"),
     [(INT, b"\x01\x02\x03"), (INT, b""), (LONG, b"\x00" * 5), (FLOAT, b"\x00\x00"),
      (DOUBLE, b"\x00" * 7), (BOOLEAN, b""), (BOOLEAN, b"\x00\x00"), (DATE, b"\x00" * 8),
-     (TIME, b"\x00" * 4), (TIMESTAMP, b"\x00" * 4), (TIMESTAMPTZ, b"\x00" * 9),
+     (TIME, b"\x00" * 4), (TIMESTAMP, b"\x00" * 5), (TIMESTAMPTZ, b"\x00" * 9),
      (UUID, b"\x00" * 15), (fixed(2), b"abc"), (dec(9, 2), b"")],
     ids=repr,
 )

@@ -1,9 +1,21 @@
 """Converting a predicate's literal to the value representation of the column it is bound to.
 
 Values follow :mod:`icepark.spec.values`: days for ``date``, microseconds for ``time`` and the
-timestamps, ``Decimal`` at the column's scale, ``uuid.UUID``, 32-bit-rounded ``float`` for
-``float``. Strings are parsed for every type that has a text form (dates, times, timestamps,
-numbers, UUIDs, booleans).
+timestamps, nanoseconds for ``timestamp_ns``/``timestamptz_ns``, ``Decimal`` at the column's
+scale, ``uuid.UUID``, 32-bit-rounded ``float`` for ``float``. Strings are parsed for every type
+that has a text form (dates, times, timestamps, numbers, UUIDs, booleans).
+
+An ``int`` literal is a value in the column's own unit: days for a date, microseconds for a
+timestamp, nanoseconds for a ``timestamp_ns``, so a bound predicate unbinds and binds again to
+itself. (The Java reference reads a bare long as microseconds for ``timestamp_ns`` too; here a
+``datetime``, a ``date`` or an ISO string says the instant whatever the unit.) Micro- and
+nanosecond precision meet as the reference converts them: a ``datetime`` (microseconds) is
+exact in nanoseconds, and a nanosecond string for a microsecond column falls in the
+:class:`Gap` between two microseconds rather than being truncated.
+
+Columns of ``unknown``, ``variant``, ``geometry`` and ``geography`` take no literal: unknown is
+always null and the others have no order or equality icepark evaluates (only ``IS NULL`` and
+``NOT NULL`` apply to them).
 
 A literal no value of the type can equal is not an error: :func:`convert` returns the
 :class:`Gap` it falls in, the two adjacent values of the type around it, so binding can rewrite
@@ -18,6 +30,11 @@ Decimal('10.65')
 (Gap(below=2, above=3), Gap(below=2147483647, above=None))
 >>> convert(TIMESTAMP, "2024-01-01")
 1704067200000000
+>>> from icepark.spec.types import TIMESTAMP_NS
+>>> convert(TIMESTAMP_NS, "2017-11-16T22:31:08.123456789")
+1510871468123456789
+>>> convert(TIMESTAMP, "1970-01-01T00:00:00.000000001")
+Gap(below=0, above=1)
 """
 
 from __future__ import annotations
@@ -32,7 +49,7 @@ from decimal import Decimal
 from typing import Any
 
 from icepark.spec import datetimes as dt
-from icepark.spec.bounds import from_bytes
+from icepark.spec.bounds import UNORDERED, from_bytes
 from icepark.spec.types import PrimitiveType, TypeId
 from icepark.spec.values import check_value
 
@@ -41,8 +58,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 _INTEGER_RANGES = {
     TypeId.INT: _INT32, TypeId.LONG: _INT64, TypeId.DATE: _INT32,
     TypeId.TIME: (0, dt.MICROS_PER_DAY - 1), TypeId.TIMESTAMP: _INT64,
-    TypeId.TIMESTAMPTZ: _INT64,
+    TypeId.TIMESTAMPTZ: _INT64, TypeId.TIMESTAMP_NS: _INT64, TypeId.TIMESTAMPTZ_NS: _INT64,
 }
+_NO_LITERALS = frozenset({TypeId.UNKNOWN, TypeId.VARIANT, TypeId.GEOMETRY, TypeId.GEOGRAPHY})
 _FLOAT32_MAX = 3.4028234663852886e38
 _FLOAT_MAX = {TypeId.FLOAT: _FLOAT32_MAX, TypeId.DOUBLE: 1.7976931348623157e308}
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -83,7 +101,13 @@ def convert(t: PrimitiveType, value: Any) -> Any:
         case TypeId.TIME:
             return _time(value)
         case TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ:
-            return _timestamp(value, zoned=t.type_id is TypeId.TIMESTAMPTZ)
+            return _timestamp(value, zoned=t.type_id is TypeId.TIMESTAMPTZ, nanos=False)
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            return _timestamp(value, zoned=t.type_id is TypeId.TIMESTAMPTZ_NS, nanos=True)
+        case tid if tid in _NO_LITERALS:
+            raise ValueError("unknown values are always null; only IS NULL and NOT NULL apply"
+                             if tid is TypeId.UNKNOWN else f"{t} values cannot be compared; only "
+                             "IS NULL and NOT NULL apply")
         case TypeId.UUID:
             return _uuid(value)
         case TypeId.STRING:
@@ -233,10 +257,11 @@ def _date(value: Any) -> Any:
     raise ValueError("expected a date like '2017-11-16'")
 
 
-def _fraction(digits: str | None) -> tuple[int, bool]:
-    """Microseconds of a fraction of up to 9 digits, and whether digits beyond them remain."""
+def _fraction(digits: str | None, unit_digits: int = 6) -> tuple[int, bool]:
+    """A fraction of up to 9 digits in units of ``10**-unit_digits`` seconds (micros or nanos),
+    and whether digits beyond them remain."""
     digits = (digits or "").ljust(9, "0")
-    return int(digits[:6]), int(digits[6:]) != 0
+    return int(digits[:unit_digits]), int(digits[unit_digits:] or "0") != 0
 
 
 def _time(value: Any) -> Any:
@@ -257,42 +282,46 @@ def _time(value: Any) -> Any:
     raise ValueError("expected a time like '22:31:08.123456'")
 
 
-def _timestamp(value: Any, zoned: bool) -> Any:
-    """A timestamp: micros, ``datetime``, ``date`` (midnight) or ISO text (a date alone means
-    midnight; ``T`` or a space separates date and time; up to nanosecond digits).
+def _timestamp(value: Any, zoned: bool, nanos: bool) -> Any:
+    """A timestamp: an int in the column's unit, ``datetime``, ``date`` (midnight) or ISO text
+    (a date alone means midnight; ``T`` or a space separates date and time; up to nanosecond
+    digits), in micro- or nanoseconds as the column stores them.
 
-    A ``timestamptz`` literal without zone is read as UTC; a ``timestamp`` (without zone)
-    literal with a zone offset is an error.
+    A zoned column's literal without zone is read as UTC; a literal with a zone offset for a
+    column without zone is an error.
     """
-    example = "'2017-11-16T22:31:08.123456" + ("+00:00'" if zoned else "'")
+    fraction = ".123456789" if nanos else ".123456"
+    example = f"'2017-11-16T22:31:08{fraction}" + ("+00:00'" if zoned else "'")
+    scale = dt.NANOS_PER_MICRO if nanos else 1
+    limits = _INTEGER_RANGES[TypeId.TIMESTAMP]
     match value:
         case bool():
             raise ValueError(f"expected a timestamp like {example}")
         case int():
-            return _integer(value, *_INTEGER_RANGES[TypeId.TIMESTAMP])
+            return _integer(value, *limits)
         case datetime():
             if value.tzinfo is not None and not zoned:
                 raise ValueError("a timestamp (without zone) cannot have a zone offset")
-            return dt.timestamp_to_micros(value)
+            return _integer(dt.timestamp_to_micros(value) * scale, *limits)
         case date():
-            return dt.date_to_days(value) * dt.MICROS_PER_DAY
+            return _integer(dt.date_to_days(value) * dt.MICROS_PER_DAY * scale, *limits)
         case str() if m := _TIMESTAMP.fullmatch(value.strip()):
             day_text, time_text, offset = m.groups()
             if offset and not zoned:
                 raise ValueError("a timestamp (without zone) cannot have a zone offset")
-            micros = dt.iso_to_days(day_text) * dt.MICROS_PER_DAY
+            stored = dt.iso_to_days(day_text) * dt.MICROS_PER_DAY * scale
             rest = False
             if time_text:
-                hms, _, fraction = time_text.partition(".")
-                fraction_micros, rest = _fraction(fraction)
-                micros += dt.iso_to_time_micros(hms) + fraction_micros
+                hms, _, digits = time_text.partition(".")
+                fraction_units, rest = _fraction(digits, 9 if nanos else 6)
+                stored += dt.iso_to_time_micros(hms) * scale + fraction_units
             if offset and offset != "Z":
                 hours, minutes = int(offset[1:3]), int(offset[-2:])
-                shift = (hours * 60 + minutes) * 60 * dt.MICROS_PER_SECOND
-                micros += shift if offset[0] == "-" else -shift
+                shift = (hours * 60 + minutes) * 60 * dt.MICROS_PER_SECOND * scale
+                stored += shift if offset[0] == "-" else -shift
             if rest:
-                return Gap(micros, micros + 1)
-            return _integer(micros, *_INTEGER_RANGES[TypeId.TIMESTAMP])
+                return Gap(stored, stored + 1)
+            return _integer(stored, *limits)
     raise ValueError(f"expected a timestamp like {example}")
 
 
@@ -317,8 +346,12 @@ def decode_bounds(t: PrimitiveType, lower: bytes | None,
     "NaNs are not permitted as lower or upper bounds", so a NaN bound is ignored; so are bounds
     out of order (``lower > upper``), which older writers produced for UUIDs by comparing
     signed longs. Comparing bounds with ``<`` is IEEE 754 for floats, which the spec's
-    totalOrder bounds (-0.0 before 0.0) satisfy.
+    totalOrder bounds (-0.0 before 0.0) satisfy. Types without an order (variant, geometry,
+    geography, unknown) have no usable bounds: geometry's are corner points of a bounding box
+    (*Bounds for Variant, Geometry, and Geography*), never compared as values.
     """
+    if t.type_id in UNORDERED:  # geometry and geography bounds are points, not values
+        return None, None
     low = None if lower is None else from_bytes(t, lower)
     high = None if upper is None else from_bytes(t, upper)
     if isinstance(low, float) and math.isnan(low):

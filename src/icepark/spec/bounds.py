@@ -18,18 +18,70 @@ import operator
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from icepark.errors import ValidationError
+from icepark.spec import datetimes as dt
 from icepark.spec.types import PrimitiveType, TypeId
-from icepark.spec.values import NESTED, check_value, scaled_decimal, unscaled_int
+from icepark.spec.values import check_value, scaled_decimal, unscaled_int
 
 # Appendix D: "Stored as 4-byte little-endian" (int, float, date) or 8-byte (long, double, time,
-# timestamp, timestamptz).
+# timestamp, timestamptz, timestamp_ns, timestamptz_ns).
 _FORMATS = {
     TypeId.INT: "<i", TypeId.LONG: "<q", TypeId.FLOAT: "<f", TypeId.DOUBLE: "<d",
     TypeId.DATE: "<i", TypeId.TIME: "<q", TypeId.TIMESTAMP: "<q", TypeId.TIMESTAMPTZ: "<q",
+    TypeId.TIMESTAMP_NS: "<q", TypeId.TIMESTAMPTZ_NS: "<q",
 }
+_NOT_SERIALIZED = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP, TypeId.UNKNOWN,
+                             TypeId.VARIANT})
+GEO = frozenset({TypeId.GEOMETRY, TypeId.GEOGRAPHY})
+UNORDERED = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP, TypeId.UNKNOWN, TypeId.VARIANT,
+                       TypeId.GEOMETRY, TypeId.GEOGRAPHY})
+"""Types whose values have no order, so no bound is a least or greatest value: nested types,
+unknown, and variant, geometry and geography, whose bounds are of another kind (*Bounds for
+Variant, Geometry, and Geography*)."""
+# Days of a date bound before date -> timestamp/timestamp_ns, in the promoted unit.
+_DATE_SCALE = {TypeId.TIMESTAMP: dt.MICROS_PER_DAY, TypeId.TIMESTAMP_NS: dt.NANOS_PER_DAY}
+
+
+@dataclass(frozen=True, slots=True)
+class GeoPoint:
+    """A bound of a geometry or geography column: "points of the following coordinates X, Y,
+    Z, and M ... which are the lower / upper bound of all objects in the file"; ``z`` and
+    ``m`` are None where the dimension is omitted."""
+
+    x: float
+    y: float
+    z: float | None = None
+    m: float | None = None
+
+    def to_bytes(self) -> bytes:
+        r"""Appendix D, *Bound serialization*: "A single point, encoded as a x:y:z:m
+        concatenation of its 8-byte little-endian IEEE 754 coordinate values. x and y are
+        mandatory. This becomes x:y if z and m are both unset, x:y:z if only m is unset, and
+        x:y:NaN:m if only z is unset."
+
+        >>> GeoPoint(1.0, 2.0, m=4.0).to_bytes().hex(":", 8)
+        '000000000000f03f:0000000000000040:000000000000f87f:0000000000001040'
+        """
+        coordinates = [self.x, self.y]
+        if self.z is not None or self.m is not None:
+            coordinates.append(math.nan if self.z is None else self.z)
+        if self.m is not None:
+            coordinates.append(self.m)
+        return struct.pack(f"<{len(coordinates)}d", *coordinates)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> GeoPoint:
+        """Decode a geometry or geography bound (16, 24 or 32 bytes; a NaN z is unset)."""
+        if not isinstance(data, bytes | bytearray | memoryview) or len(data) not in (16, 24, 32):
+            size = len(data) if isinstance(data, bytes | bytearray | memoryview) else "non-bytes"
+            raise ValidationError(f"Cannot decode a geospatial bound from {size} bytes: "
+                                  "expected 16, 24 or 32 (x:y[:z][:m])")
+        values = struct.unpack(f"<{len(data) // 8}d", bytes(data))
+        z = values[2] if len(values) > 2 and not math.isnan(values[2]) else None
+        return GeoPoint(values[0], values[1], z, values[3] if len(values) > 3 else None)
 
 def to_bytes(t: PrimitiveType, value: Any) -> bytes:
     r"""Appendix D binary single-value serialization of a checked value (bounds maps).
@@ -44,7 +96,7 @@ def to_bytes(t: PrimitiveType, value: Any) -> bytes:
     >>> to_bytes(UUID, uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")).hex(" ").upper()
     'F7 9C 3E 09 67 7C 4B BD A4 79 3F 34 9C B7 85 E7'
     """
-    if t.type_id in NESTED:
+    if t.type_id in _NOT_SERIALIZED:
         raise ValidationError(f"Binary serialization of {t} is not supported (Appendix D)")
     check_value(t, value)
     match t.type_id:
@@ -54,8 +106,8 @@ def to_bytes(t: PrimitiveType, value: Any) -> bytes:
             return bytes(value.encode())
         case TypeId.UUID:
             return bytes(value.bytes)
-        case TypeId.FIXED | TypeId.BINARY:
-            return bytes(value)
+        case TypeId.FIXED | TypeId.BINARY | TypeId.GEOMETRY | TypeId.GEOGRAPHY:
+            return bytes(value)  # geometry and geography: "WKB format"
         case TypeId.DECIMAL:
             unscaled = unscaled_int(value)
             size = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
@@ -69,13 +121,19 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
 
     boolean: "0x00 for false, non-zero byte for true". Type promotion leaves old bounds alone,
     so, as the reference implementations do, a 4-byte ``long`` decodes as a little-endian int
-    and a 4-byte ``double`` as a float (bounds written before int->long or float->double). A
-    ``fixed(L)`` value may be shorter than L: bounds may be truncated. Any other length is an
-    error; struct, list and map are "Not supported".
+    and a 4-byte ``double`` as a float (bounds written before int->long or float->double), and
+    a 4-byte ``timestamp``/``timestamp_ns`` as a date, at midnight in the promoted unit (*Schema
+    Evolution*: "timestamp_ns, 4 bytes: date"). A ``fixed(L)`` value may be shorter than L:
+    bounds may be truncated. Any other length is an error; struct, list, map, unknown and
+    variant are "Not supported"; geometry and geography decode as WKB (their *bounds* are
+    :class:`GeoPoint` values).
 
     >>> from icepark.spec.types import INT, LONG
     >>> from_bytes(LONG, to_bytes(INT, -5))
     -5
+    >>> from icepark.spec.types import DATE, TIMESTAMP_NS
+    >>> from_bytes(TIMESTAMP_NS, to_bytes(DATE, 1))
+    86400000000000
     >>> from_bytes(INT, b"\x01\x02\x03")
     Traceback (most recent call last):
     ...
@@ -85,7 +143,7 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
         raise ValidationError(f"Cannot decode {t} from {type(data).__name__}: expected bytes")
     data, size = bytes(data), len(data)
     match t.type_id:
-        case TypeId.STRUCT | TypeId.LIST | TypeId.MAP:
+        case tid if tid in _NOT_SERIALIZED:
             raise ValidationError(f"Binary serialization of {t} is not supported (Appendix D)")
         case TypeId.BOOLEAN:
             _expect_size(t, data, 1)
@@ -100,7 +158,7 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
             return uuid.UUID(bytes=data)
         case TypeId.FIXED if size > t.length:
             raise ValidationError(f"Cannot decode {t} from {size} bytes: expected {t.length}")
-        case TypeId.FIXED | TypeId.BINARY:
+        case TypeId.FIXED | TypeId.BINARY | TypeId.GEOMETRY | TypeId.GEOGRAPHY:
             return data
         case TypeId.DECIMAL if size == 0:
             raise ValidationError(f"Cannot decode {t} from 0 bytes: expected at least 1")
@@ -108,6 +166,9 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
             return scaled_decimal(int.from_bytes(data, "big", signed=True), t.scale)
         case TypeId.LONG | TypeId.DOUBLE if size == 4:  # written before int->long, float->double
             return struct.unpack("<i" if t.type_id is TypeId.LONG else "<f", data)[0]
+        case TypeId.TIMESTAMP | TypeId.TIMESTAMP_NS if size == 4:  # written before date->ts
+            days: int = struct.unpack("<i", data)[0]
+            return days * _DATE_SCALE[t.type_id]
         case _:
             fmt = _FORMATS[t.type_id]
             _expect_size(t, data, struct.calcsize(fmt))
@@ -134,7 +195,7 @@ def sort_key(t: PrimitiveType) -> Callable[[Any], Any]:
     [nan, -inf, -0.0, 0.0, 1.0, nan]
     """
     match t.type_id:
-        case TypeId.STRUCT | TypeId.LIST | TypeId.MAP:
+        case tid if tid in UNORDERED:
             raise ValidationError(f"Values of {t} have no order for bounds")
         case TypeId.FLOAT | TypeId.DOUBLE:
             return _float_order

@@ -2,8 +2,9 @@
 
 Spec, *Primitive Types*: "All time and timestamp values are stored with microsecond precision"
 and "Timestamp values are stored as a long that encodes microseconds from the unix epoch"; dates
-are days from 1970-01-01 (Appendix D). Integer arithmetic only, so values before 1970 and far from
-it are exact (no float rounding).
+are days from 1970-01-01 (Appendix D). The v3 ``timestamp_ns``/``timestamptz_ns`` store
+"nanoseconds from 1970-01-01 00:00:00.000000000". Integer arithmetic only, so values before 1970
+and far from it are exact (no float rounding).
 
 >>> date_to_days(date(2017, 11, 16))
 17486
@@ -28,6 +29,8 @@ EPOCH_TZ = datetime(1970, 1, 1, tzinfo=UTC)
 MICROS_PER_SECOND = 1_000_000
 MICROS_PER_HOUR = 3_600 * MICROS_PER_SECOND
 MICROS_PER_DAY = 24 * MICROS_PER_HOUR
+NANOS_PER_MICRO = 1_000
+NANOS_PER_DAY = MICROS_PER_DAY * NANOS_PER_MICRO
 
 
 def date_to_days(d: date) -> int:
@@ -96,6 +99,7 @@ def days_to_year_month(days: int) -> tuple[int, int]:
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
 _ISO_TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?", re.ASCII)
 _ISO_TIMESTAMP = re.compile(r"([^T]+)T([^Z+-]+)(Z|[+-]\d{2}:\d{2})?", re.ASCII)
+_FRACTION = re.compile(r"(.*?)(?:\.(\d{1,9}))?", re.ASCII | re.DOTALL)
 
 
 def days_to_iso(days: int) -> str:
@@ -114,6 +118,20 @@ def micros_to_iso_timestamp(micros: int, utc: bool) -> str:
     """``YYYY-MM-DDTHH:MM:SS.ffffff``, with ``+00:00`` appended if ``utc``."""
     days, time_micros = divmod(micros, MICROS_PER_DAY)
     return f"{days_to_iso(days)}T{micros_to_iso_time(time_micros)}{'+00:00' if utc else ''}"
+
+
+def nanos_to_iso_timestamp(nanos: int, utc: bool) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.fffffffff`` (nine fraction digits, Appendix D's
+    ``"2017-11-16T22:31:08.123456789"``), with ``+00:00`` appended if ``utc``.
+
+    >>> nanos_to_iso_timestamp(1510871468123456789, utc=True)
+    '2017-11-16T22:31:08.123456789+00:00'
+    >>> nanos_to_iso_timestamp(-1, utc=False)
+    '1969-12-31T23:59:59.999999999'
+    """
+    micros, nano = divmod(nanos, NANOS_PER_MICRO)
+    text = micros_to_iso_timestamp(micros, utc=False)
+    return f"{text}{nano:03d}{'+00:00' if utc else ''}"
 
 
 def iso_ms(millis: int) -> str:
@@ -146,6 +164,31 @@ def iso_to_time_micros(text: str) -> int:
     hour, minute, second, fraction = m.groups()
     micros = int((fraction or "0").ljust(6, "0"))
     return time_to_micros(time(int(hour), int(minute), int(second or 0), micros))
+
+
+def iso_to_timestamp_nanos(text: str) -> tuple[int, bool]:
+    """Parse ``<date>T<time>[Z|+HH:MM|-HH:MM]`` with up to nine fraction digits: nanoseconds
+    from the epoch (in UTC if zoned), and whether the string had a zone offset. Raises
+    ValueError.
+
+    >>> iso_to_timestamp_nanos("2017-11-16T22:31:08.123456789")
+    (1510871468123456789, False)
+    """
+    m = _ISO_TIMESTAMP.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO-8601 timestamp: {text!r}")
+    day_part, time_part, offset = m.groups()
+    fraction = _FRACTION.fullmatch(time_part)
+    assert fraction is not None  # the pattern matches any text
+    whole, digits = fraction.groups()
+    if "." in whole:
+        raise ValueError(f"not an ISO-8601 timestamp with at most nanosecond precision: {text!r}")
+    nanos = (iso_to_days(day_part) * NANOS_PER_DAY + iso_to_time_micros(whole) * NANOS_PER_MICRO
+             + int((digits or "0").ljust(9, "0")))
+    if offset and offset != "Z":
+        shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60 * MICROS_PER_SECOND
+        nanos -= (-shift if offset[0] == "-" else shift) * NANOS_PER_MICRO
+    return nanos, offset is not None
 
 
 def iso_to_timestamp_micros(text: str) -> tuple[int, bool]:

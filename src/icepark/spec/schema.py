@@ -21,11 +21,11 @@ visitor behind a named function (:func:`index_by_id`, :func:`index_by_name`,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import Remedy, UnsupportedFeature, ValidationError
 from icepark.spec.types import (
     V3_ONLY,
     IcebergType,
@@ -309,10 +309,12 @@ def index_by_id(obj: Schema | IcebergType) -> dict[int, NestedField]:
     return visitor.index
 
 
-def check_v3_types(obj: Schema | IcebergType, action: str) -> None:
+def check_v3_types(obj: Schema | IcebergType, action: str,
+                   refused: frozenset[TypeId] = V3_ONLY) -> None:
     """Raise :class:`UnsupportedFeature` naming the first column of ``obj`` whose type is one
-    of the v3 types icepark cannot ``action`` (e.g. ``"read or write"``) yet
-    (:data:`~icepark.spec.types.V3_ONLY`); other columns of the same table are unaffected.
+    of the v3 types ``refused`` (by default all of :data:`~icepark.spec.types.V3_ONLY`) that
+    the caller cannot ``action`` (e.g. ``"read or write"``) yet; other columns of the same table
+    are unaffected.
 
     >>> from icepark.spec.types import TIMESTAMP_NS
     >>> check_v3_types(Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS)), "read")
@@ -320,15 +322,48 @@ def check_v3_types(obj: Schema | IcebergType, action: str) -> None:
     ...
     icepark.errors.UnsupportedFeature: Column 't' has type timestamp_ns (format version 3), \
 which icepark cannot read yet
+    >>> check_v3_types(Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS)), "read",
+    ...                refused=frozenset({TypeId.VARIANT}))
     """
+    for path, t in _v3_columns(obj):
+        if t.type_id in refused:
+            raise UnsupportedFeature(f"Column {path!r} has type {t} (format version 3), "
+                                     f"which icepark cannot {action} yet")
+
+
+def check_format_version_types(obj: Schema | IcebergType, format_version: int) -> None:
+    """Raise :class:`ValidationError` naming the first column of ``obj`` whose type needs a
+    newer format version than ``format_version``.
+
+    Spec, *Primitive Types*: "Primitive types added after v1 have an "added by" version that is
+    the first spec version in which the type is allowed ... using v3 types in v1 or v2 tables
+    can break forward compatibility."
+
+    >>> from icepark.spec.types import VARIANT
+    >>> check_format_version_types(Schema.of(NestedField.optional(1, "v", VARIANT)), 2)
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Column 'v' has type variant, which needs format version 3 \
+(the table is version 2); upgrade the table with upgrade_format_version()
+    """
+    if format_version >= 3:
+        return
+    for path, t in _v3_columns(obj):
+        raise ValidationError(
+            f"Column {path!r} has type {t}, which needs format version 3 (the table is "
+            f"version {format_version})",
+            remedy=Remedy("upgrade the table with {}", "upgrade_format_version()"))
+
+
+def _v3_columns(obj: Schema | IcebergType) -> Iterator[tuple[str, PrimitiveType]]:
+    """The dotted paths and types of the columns of ``obj`` with a v3 type, in order."""
     root = obj.as_struct() if isinstance(obj, Schema) else obj
     stack: list[tuple[str, IcebergType]] = [("", root)]
     while stack:
         path, t = stack.pop()
         if isinstance(t, PrimitiveType):
             if t.type_id in V3_ONLY:
-                raise UnsupportedFeature(f"Column {path!r} has type {t} (format version 3), "
-                                         f"which icepark cannot {action} yet")
+                yield path, t
             continue
         stack.extend((f"{path}.{f.name}" if path else f.name, f.field_type)
                      for f in reversed(child_fields(t)))

@@ -10,7 +10,10 @@ map keys/values are all :class:`NestedField` values with their own field ID.
 
 Python values of each type, used by defaults, bounds and transforms, are the spec's storage
 values: ``int`` for int/long, days for date, microseconds for time/timestamp/timestamptz,
-``decimal.Decimal``, ``str``, ``uuid.UUID``, ``bytes`` for fixed/binary, ``float``, ``bool``.
+nanoseconds for timestamp_ns/timestamptz_ns, ``decimal.Decimal``, ``str``, ``uuid.UUID``,
+``bytes`` for fixed/binary and for geometry/geography (WKB, Appendix G), ``float``, ``bool``.
+A variant value is its two encoded parts, ``(metadata, value)`` bytes (Parquet's Variant
+encoding); ``unknown`` has no value but null.
 
 >>> str(PrimitiveType.decimal(9, 2))
 'decimal(9,2)'
@@ -50,8 +53,7 @@ class TypeId(StrEnum):
     UUID = "uuid"
     FIXED = "fixed"
     BINARY = "binary"
-    # v3 types icepark parses and keeps, but cannot read or write yet (UnsupportedFeature where
-    # a column of one is read or written; see V3_ONLY)
+    # the types added by format version 3 (see V3_ONLY)
     UNKNOWN = "unknown"
     TIMESTAMP_NS = "timestamp_ns"
     TIMESTAMPTZ_NS = "timestamptz_ns"
@@ -100,6 +102,44 @@ class PrimitiveType:
             raise ValidationError(f"{tid.value} takes no length")
         if self.arguments and tid not in (TypeId.GEOMETRY, TypeId.GEOGRAPHY):
             raise ValidationError(f"{tid.value} takes no arguments")
+        if self.arguments:
+            self._geo_parts()  # checks them
+
+    def _geo_parts(self) -> tuple[str, str]:
+        """The CRS and edge algorithm of ``geometry(C)``/``geography(C, A)`` as written
+        ("" where not given)."""
+        parts = [p.strip() for p in self.arguments.split(",")] if self.arguments else [""]
+        if self.type_id is TypeId.GEOMETRY and len(parts) > 1:
+            raise ValidationError(f"Invalid {self}: geometry takes one argument, the CRS")
+        if len(parts) > 2:
+            raise ValidationError(f"Invalid {self}: geography takes a CRS and an algorithm")
+        algorithm = parts[1].lower() if len(parts) == 2 else ""
+        if len(parts) == 2 and algorithm not in EDGE_ALGORITHMS:
+            raise ValidationError(f"Invalid {self}: unknown edge-interpolation algorithm "
+                                  f"{parts[1]!r}, expected one of {', '.join(EDGE_ALGORITHMS)}")
+        return parts[0], algorithm
+
+    @property
+    def crs(self) -> str:
+        """The CRS ``C`` of ``geometry(C)`` or ``geography(C, A)``: "If not specified, C is
+        ``OGC:CRS84``".
+
+        >>> parse_primitive("geography(srid:4326, karney)").crs, GEOMETRY.crs
+        ('srid:4326', 'OGC:CRS84')
+        """
+        if self.type_id not in (TypeId.GEOMETRY, TypeId.GEOGRAPHY):
+            raise ValidationError(f"{self} has no CRS")
+        return self._geo_parts()[0] or DEFAULT_CRS
+
+    @property
+    def edge_algorithm(self) -> str:
+        """The algorithm ``A`` of ``geography(C, A)``: "If not specified ... A is
+        ``spherical``"; geometry's edges are "always linear/planar"."""
+        if self.type_id is TypeId.GEOMETRY:
+            return "planar"
+        if self.type_id is not TypeId.GEOGRAPHY:
+            raise ValidationError(f"{self} has no edge-interpolation algorithm")
+        return self._geo_parts()[1] or "spherical"
 
     @staticmethod
     def decimal(precision: int, scale: int) -> PrimitiveType:
@@ -131,10 +171,20 @@ class PrimitiveType:
 _NESTED_IDS = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
 V3_ONLY = frozenset({TypeId.UNKNOWN, TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS, TypeId.VARIANT,
                      TypeId.GEOMETRY, TypeId.GEOGRAPHY})
-"""Spec (v3), *Primitive Types* and *Semi-structured Types*: the types added by v3. icepark
-loads tables that use them (their other columns read normally) and raises
-:class:`~icepark.errors.UnsupportedFeature` naming the type where a column of one is read or
-written."""
+"""Spec (v3), *Primitive Types* and *Semi-structured Types*: the types added by v3 ("using v3
+types in v1 or v2 tables can break forward compatibility"). The Arrow reader and the Python
+writer read and write all of them; where a path cannot yet, it raises
+:class:`~icepark.errors.UnsupportedFeature` naming the column
+(:func:`~icepark.spec.schema.check_v3_types`)."""
+NULL_DEFAULT_ONLY = frozenset({TypeId.UNKNOWN, TypeId.VARIANT, TypeId.GEOMETRY,
+                               TypeId.GEOGRAPHY})
+"""Spec, *Default values*: "All columns of ``unknown``, ``variant``, ``geometry``, and
+``geography`` types must default to null. Non-null values for ``initial-default`` or
+``write-default`` are invalid." """
+EDGE_ALGORITHMS = ("spherical", "vincenty", "thomas", "andoyer", "karney")
+"""Spec, *Edge-Interpolation Algorithm*: the values of A in ``geography(C, A)``."""
+DEFAULT_CRS = "OGC:CRS84"
+"""Spec, *Primitive Types*: "If not specified, C is ``OGC:CRS84``"."""
 
 BOOLEAN = PrimitiveType(TypeId.BOOLEAN)
 INT = PrimitiveType(TypeId.INT)
@@ -152,12 +202,13 @@ UNKNOWN = PrimitiveType(TypeId.UNKNOWN)
 TIMESTAMP_NS = PrimitiveType(TypeId.TIMESTAMP_NS)
 TIMESTAMPTZ_NS = PrimitiveType(TypeId.TIMESTAMPTZ_NS)
 VARIANT = PrimitiveType(TypeId.VARIANT)
+GEOMETRY = PrimitiveType(TypeId.GEOMETRY)
+GEOGRAPHY = PrimitiveType(TypeId.GEOGRAPHY)
 
 _SIMPLE_PRIMITIVES = {
     t.type_id.value: t
     for t in (BOOLEAN, INT, LONG, FLOAT, DOUBLE, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, STRING,
-              UUID, BINARY, UNKNOWN, TIMESTAMP_NS, TIMESTAMPTZ_NS, VARIANT,
-              PrimitiveType(TypeId.GEOMETRY), PrimitiveType(TypeId.GEOGRAPHY))
+              UUID, BINARY, UNKNOWN, TIMESTAMP_NS, TIMESTAMPTZ_NS, VARIANT, GEOMETRY, GEOGRAPHY)
 }
 _DECIMAL_RE = re.compile(r"decimal\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)")
 _FIXED_RE = re.compile(r"fixed\[\s*(\d+)\s*\]")
@@ -209,6 +260,16 @@ class NestedField:
             raise ValidationError(f"Field ID of {self.name!r} must be an integer")
         if not isinstance(self.name, str) or not self.name:
             raise ValidationError(f"Field {self.field_id} must have a non-empty name")
+        t = self.field_type
+        if isinstance(t, PrimitiveType) and t.type_id in NULL_DEFAULT_ONLY:
+            if t.type_id is TypeId.UNKNOWN and self.is_required:
+                raise ValidationError(f"Field {self.name!r} of type unknown must be optional: "
+                                      "\"Must be optional with null defaults\"")
+            if self.initial_default is not None or self.write_default is not None:
+                raise ValidationError(
+                    f"Field {self.name!r} of type {t} cannot have a non-null default: \"All "
+                    "columns of unknown, variant, geometry, and geography types must default "
+                    "to null\"")
 
     @property
     def is_optional(self) -> bool:
@@ -343,18 +404,27 @@ def child_fields(t: IcebergType) -> tuple[NestedField, ...]:
             return ()
 
 
-def is_promotion_allowed(source: IcebergType, target: IcebergType) -> bool:
+def is_promotion_allowed(source: IcebergType, target: IcebergType,
+                         format_version: int = 2) -> bool:
     """Whether ``source`` may evolve to ``target`` (spec, *Schema Evolution*).
 
     "Valid type promotions are: int to long; float to double; decimal(P, S) to decimal(P', S)
     if P' > P -- widen the precision of decimal types." Equal types are trivially allowed.
+    Format version 3 adds "``unknown``: *any type*" and "``date``: ``timestamp``,
+    ``timestamp_ns``" ("Promotion to ``timestamptz`` or ``timestamptz_ns`` is **not**
+    allowed").
 
     >>> is_promotion_allowed(INT, LONG), is_promotion_allowed(LONG, INT)
     (True, False)
     >>> is_promotion_allowed(PrimitiveType.decimal(9, 2), PrimitiveType.decimal(12, 2))
     True
+    >>> is_promotion_allowed(DATE, TIMESTAMP_NS), is_promotion_allowed(DATE, TIMESTAMP_NS, 3)
+    (False, True)
     """
     if source == target:
+        return True
+    if format_version >= 3 and isinstance(source, PrimitiveType) \
+            and source.type_id is TypeId.UNKNOWN:
         return True
     if not isinstance(source, PrimitiveType) or not isinstance(target, PrimitiveType):
         return False
@@ -365,6 +435,8 @@ def is_promotion_allowed(source: IcebergType, target: IcebergType) -> bool:
             return True
         case TypeId.DECIMAL, TypeId.DECIMAL:
             return target.scale == source.scale and target.precision > source.precision
+        case TypeId.DATE, TypeId.TIMESTAMP | TypeId.TIMESTAMP_NS:
+            return format_version >= 3
         case _:
             return False
 

@@ -3,10 +3,12 @@ Appendix D JSON form (the binary form and bound order are in :mod:`icepark.spec.
 
 Python values follow :mod:`icepark.spec.types`: ``bool``; ``int`` for int/long; ``float``;
 ``decimal.Decimal`` whose exponent is ``-S``; days from 1970-01-01 for date; microseconds from
-midnight for time and from the epoch for timestamp/timestamptz; ``str``; ``uuid.UUID``;
-``bytes`` for fixed/binary; ``dict[int, value]`` keyed by field ID for struct (absent fields are
-simply missing); ``list`` for list; ``dict`` for map. ``None`` is null and is only allowed where
-the field, element or map value is optional.
+midnight for time and from the epoch for timestamp/timestamptz; nanoseconds from the epoch for
+timestamp_ns/timestamptz_ns; ``str``; ``uuid.UUID``; ``bytes`` for fixed/binary and WKB
+``bytes`` for geometry/geography; ``(metadata, value)`` bytes for variant;
+``dict[int, value]`` keyed by field ID for struct (absent fields are simply missing); ``list``
+for list; ``dict`` for map. ``None`` is null and is only allowed where the field, element or map
+value is optional; it is the only value of ``unknown``.
 
 Spec, Appendix D: binary single-value serialization "is for storing single values as individual
 binary values in the lower and upper bounds maps of manifest files"; JSON single values are used
@@ -33,7 +35,7 @@ from datetime import date, datetime, time
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import IcebergError, UnsupportedFeature, ValidationError
 from icepark.spec import datetimes as dt
 from icepark.spec.types import (
     IcebergType,
@@ -53,13 +55,20 @@ _INT64 = (-(2**63), 2**63 - 1)
 _RANGES = {
     TypeId.INT: _INT32, TypeId.LONG: _INT64, TypeId.DATE: _INT32,
     TypeId.TIME: (0, dt.MICROS_PER_DAY - 1), TypeId.TIMESTAMP: _INT64, TypeId.TIMESTAMPTZ: _INT64,
+    TypeId.TIMESTAMP_NS: _INT64, TypeId.TIMESTAMPTZ_NS: _INT64,
 }
+NANO_TIMESTAMPS = frozenset({TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS})
+ZONED_TIMESTAMPS = frozenset({TypeId.TIMESTAMPTZ, TypeId.TIMESTAMPTZ_NS})
+_TIMESTAMPS = frozenset({TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ}) | NANO_TIMESTAMPS
 NESTED = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX_RE = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _EXAMPLES = {TypeId.DATE: "'2017-11-16'", TypeId.TIME: "'22:31:08.123456'",
              TypeId.TIMESTAMP: "'2017-11-16T22:31:08.123456'",
-             TypeId.TIMESTAMPTZ: "'2017-11-16T22:31:08.123456+00:00'"}
+             TypeId.TIMESTAMPTZ: "'2017-11-16T22:31:08.123456+00:00'",
+             TypeId.TIMESTAMP_NS: "'2017-11-16T22:31:08.123456789'",
+             TypeId.TIMESTAMPTZ_NS: "'2017-11-16T22:31:08.123456789+00:00'"}
+_GEO = frozenset({TypeId.GEOMETRY, TypeId.GEOGRAPHY})
 _SURROGATE = re.compile("[\ud800-\udfff]")  # the only code points UTF-8 cannot encode
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _WIDE = Context(prec=200)  # exact quantize for any decimal(P <= 38, |S| <= 38)
@@ -151,10 +160,20 @@ def check_value(t: IcebergType, value: Any) -> None:
             _require(not _SURROGATE.search(value), t, value, "not encodable as UTF-8")
         case PrimitiveType(type_id=TypeId.UUID):
             _require(isinstance(value, uuid.UUID), t, value, "expected a uuid.UUID")
-        case PrimitiveType(type_id=TypeId.FIXED | TypeId.BINARY):
-            _require(isinstance(value, bytes), t, value, "expected bytes")
-            _require(t.type_id is TypeId.BINARY or len(value) == t.length, t, value,
+        case PrimitiveType(type_id=TypeId.FIXED | TypeId.BINARY | TypeId.GEOMETRY
+                           | TypeId.GEOGRAPHY):
+            _require(isinstance(value, bytes), t, value,
+                     "expected WKB bytes" if t.type_id in _GEO else "expected bytes")
+            _require(t.type_id is not TypeId.FIXED or len(value) == t.length, t, value,
                      f"expected {t.length} bytes, got {len(value)}")
+        case PrimitiveType(type_id=TypeId.UNKNOWN):
+            raise _invalid(t, value, "the only value of unknown is null")
+        case PrimitiveType(type_id=TypeId.VARIANT):
+            _require(isinstance(value, tuple) and len(value) == 2
+                     and all(isinstance(part, bytes) for part in value), t, value,
+                     "expected the (metadata, value) bytes of the Variant encoding")
+            _require(len(value[0]) > 0 and value[0][0] & 0x0F == 1 and len(value[1]) > 0, t,
+                     value, "the metadata must start with version 1 and the value be non-empty")
         case PrimitiveType():  # the integer-valued types: int, long, date, time, timestamps
             low, high = _RANGES[t.type_id]
             _require(_is_int(value), t, value, "expected an int")
@@ -209,11 +228,13 @@ def _to_json(t: IcebergType, value: Any) -> JsonValue:
             return _decimal_str(unscaled_int(value), t.scale)
         case PrimitiveType(type_id=TypeId.TIME):
             return dt.micros_to_iso_time(value)
-        case PrimitiveType(type_id=TypeId.DATE | TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ):
+        case PrimitiveType(type_id=tid) if tid is TypeId.DATE or tid in _TIMESTAMPS:
             try:
                 if t.type_id is TypeId.DATE:
                     return dt.days_to_iso(value)
-                return dt.micros_to_iso_timestamp(value, utc=t.type_id is TypeId.TIMESTAMPTZ)
+                if t.type_id in NANO_TIMESTAMPS:
+                    return dt.nanos_to_iso_timestamp(value, utc=t.type_id in ZONED_TIMESTAMPS)
+                return dt.micros_to_iso_timestamp(value, utc=t.type_id in ZONED_TIMESTAMPS)
             except OverflowError as e:
                 raise UnsupportedFeature(f"Cannot write {t} value {value} as JSON: only the "
                                          "years 1-9999 are supported") from e
@@ -221,8 +242,20 @@ def _to_json(t: IcebergType, value: Any) -> JsonValue:
             return str(value)
         case PrimitiveType(type_id=TypeId.FIXED | TypeId.BINARY):
             return value.hex()
+        case PrimitiveType(type_id=tid) if tid in _GEO or tid is TypeId.VARIANT:
+            raise _no_json(t)
         case _:  # boolean, int, long, double, non-finite float, string: as they are
             return value
+
+
+def _no_json(t: PrimitiveType) -> IcebergError:
+    """Appendix D: geometry and geography are "Stored using WKT representation", which icepark
+    does not convert (their defaults must be null, so no default needs it); variant has no
+    JSON single-value form."""
+    if t.type_id is TypeId.VARIANT:
+        return ValidationError("variant values have no JSON single-value form (Appendix D)")
+    return UnsupportedFeature(f"{t} values are WKT in JSON (Appendix D), which icepark does "
+                              "not convert; their only default is null")
 
 
 def _to_json_nullable(t: IcebergType, value: Any) -> JsonValue:
@@ -295,9 +328,13 @@ def from_json(t: IcebergType, data: JsonValue) -> Any:
         case PrimitiveType(type_id=TypeId.INT | TypeId.LONG):
             _require(_is_int(data), t, data, "expected a JSON integer")
             value = data
-        case PrimitiveType(type_id=TypeId.DATE | TypeId.TIME | TypeId.TIMESTAMP
-                           | TypeId.TIMESTAMPTZ):
+        case PrimitiveType(type_id=tid) if tid in _TIMESTAMPS or tid in (TypeId.DATE,
+                                                                          TypeId.TIME):
             value = _parse_datetime(t, data)
+        case PrimitiveType(type_id=tid) if tid in _GEO or tid is TypeId.VARIANT:
+            raise _no_json(t)
+        case PrimitiveType(type_id=TypeId.UNKNOWN):
+            raise _invalid(t, data, "the only value of unknown is null")
         case PrimitiveType() if not isinstance(data, str):
             raise _invalid(t, data, "expected a JSON string")
         case PrimitiveType(type_id=TypeId.DECIMAL):
@@ -324,7 +361,7 @@ def _from_json_nullable(f: NestedField, data: JsonValue) -> Any:
 
 
 def _parse_datetime(t: PrimitiveType, data: JsonValue) -> int:
-    """Parse a date, time, timestamp or timestamptz ISO-8601 string to its stored integer."""
+    """Parse a date, time or timestamp ISO-8601 string to its stored integer."""
     example = _EXAMPLES[t.type_id]
     _require(isinstance(data, str), t, data, f"expected an ISO-8601 string like {example}")
     try:
@@ -332,13 +369,16 @@ def _parse_datetime(t: PrimitiveType, data: JsonValue) -> int:
             return dt.iso_to_days(data)
         if t.type_id is TypeId.TIME:
             return dt.iso_to_time_micros(data)
-        micros, zoned = dt.iso_to_timestamp_micros(data)
+        if t.type_id in NANO_TIMESTAMPS:
+            stored, zoned = dt.iso_to_timestamp_nanos(data)
+        else:
+            stored, zoned = dt.iso_to_timestamp_micros(data)
     except ValueError as e:
         raise _invalid(t, data, f"expected an ISO-8601 string like {example}") from e
-    if zoned != (t.type_id is TypeId.TIMESTAMPTZ):
-        raise _invalid(t, data, "a timestamp must not include a zone offset" if zoned
-                       else "a timestamptz must include a zone offset, e.g. +00:00")
-    return micros
+    if zoned != (t.type_id in ZONED_TIMESTAMPS):
+        raise _invalid(t, data, f"a {t} must not include a zone offset" if zoned
+                       else f"a {t} must include a zone offset, e.g. +00:00")
+    return stored
 
 
 def _as_float(t: PrimitiveType, value: Any) -> float:
@@ -393,17 +433,20 @@ def from_python(t: IcebergType, value: Any) -> Any:
         case PrimitiveType(type_id=TypeId.TIME), time():
             _require(value.tzinfo is None, t, value, "a time of day has no time zone")
             value = dt.time_to_micros(value)
-        case PrimitiveType(type_id=TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ), datetime():
-            if (value.tzinfo is None) == (t.type_id is TypeId.TIMESTAMPTZ):
-                raise _invalid(t, value, "timestamptz needs an aware datetime" if value.tzinfo
-                               is None else "timestamp (without zone) needs a naive datetime")
+        case PrimitiveType(type_id=tid), datetime() if tid in _TIMESTAMPS:
+            if (value.tzinfo is None) == (tid in ZONED_TIMESTAMPS):
+                raise _invalid(t, value, f"{t} needs an aware datetime" if value.tzinfo
+                               is None else f"{t} (without zone) needs a naive datetime")
             value = dt.timestamp_to_micros(value)
+            if tid in NANO_TIMESTAMPS:
+                value *= dt.NANOS_PER_MICRO
         case PrimitiveType(type_id=TypeId.UUID), str():
             try:
                 value = uuid.UUID(value)
             except ValueError as e:
                 raise _invalid(t, value, "not a UUID") from e
-        case PrimitiveType(type_id=TypeId.FIXED | TypeId.BINARY), bytearray() | memoryview():
+        case PrimitiveType(type_id=TypeId.FIXED | TypeId.BINARY | TypeId.GEOMETRY
+                           | TypeId.GEOGRAPHY), bytearray() | memoryview():
             value = bytes(value)
     check_value(t, value)
     return value

@@ -60,7 +60,9 @@ from icepark.spec.types import PrimitiveType, TypeId
 
 ColumnResolver = Callable[[BoundReference], Any]
 """The Arrow column (a ``pc.Expression`` or an array) of a bound reference, or None if it
-cannot be resolved. uuid columns must be given as their ``fixed_size_binary(16)`` storage."""
+cannot be resolved. uuid columns must be given as their ``fixed_size_binary(16)`` storage.
+(Columns of variant, geometry and geography only take ``IS NULL``/``NOT NULL``: binding
+refuses comparisons, so their WKB or variant bytes are never compared.)"""
 
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
 # Predicates a NaN can satisfy, or that test for NaN: statistics without NaN cannot decide them.
@@ -77,15 +79,18 @@ def arrow_literal_type(t: PrimitiveType) -> Any:
 def arrow_literal(t: PrimitiveType, value: Any) -> Any:
     """A bound literal (an :mod:`icepark.spec.values` value) as an Arrow scalar.
 
-    >>> from icepark.spec.types import DATE, TIMESTAMPTZ
+    >>> from icepark.spec.types import DATE, TIMESTAMPTZ, TIMESTAMP_NS
     >>> arrow_literal(DATE, 17486), arrow_literal(TIMESTAMPTZ, 0).type
     (<pyarrow.Date32Scalar: datetime.date(2017, 11, 16)>, TimestampType(timestamp[us, tz=UTC]))
+    >>> arrow_literal(TIMESTAMP_NS, 1510871468123456789)
+    <pyarrow.TimestampScalar: '2017-11-16T22:31:08.123456789'>
     """
     arrow_type = arrow_literal_type(t)
     match t.type_id:
         case TypeId.DATE:
             return pa.scalar(value, pa.int32()).cast(arrow_type)
-        case TypeId.TIME | TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ:
+        case (TypeId.TIME | TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ | TypeId.TIMESTAMP_NS
+              | TypeId.TIMESTAMPTZ_NS):
             return pa.scalar(value, pa.int64()).cast(arrow_type)
         case TypeId.UUID:
             return pa.scalar(value.bytes, arrow_type)

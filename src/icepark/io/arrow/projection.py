@@ -19,7 +19,11 @@ What a projection does, at every level (struct fields, list elements, map keys a
   (the ``constants``; the spec lets files omit identity-partitioned columns), the field's
   ``initial-default`` (*Default values*: "``initial-default`` is used to populate the field's
   value for all records that were written before the field was added to the schema"), null for
-  an optional field; a missing required field without a default is a :class:`ValidationError`.
+  an optional field; a missing required field without a default is a :class:`ValidationError`;
+* reads an ``unknown`` field as null even where the file has its ID (Appendix A: "When reading
+  an ``unknown`` column, any corresponding column must be ignored and replaced with ``null``
+  values"), a ``variant`` group by name, unshredded or shredded
+  (:mod:`icepark.io.arrow.variant`), and WKB as the table's geometry or geography type.
 
 Reading is lazy: :class:`FileColumns` says which top-level file columns a projection needs, the
 file is read with only those, and :meth:`Projection.apply` builds each batch without copying
@@ -51,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.io.arrow import geo, variant
 from icepark.io.arrow.name_mapping import NameMapping, apply_name_mapping, has_field_ids
 from icepark.io.arrow.schema import (
     FIELD_ID_KEY,
@@ -62,7 +67,9 @@ from icepark.io.arrow.schema import (
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     TIMESTAMP,
+    TIMESTAMP_NS,
     TIMESTAMPTZ,
+    TIMESTAMPTZ_NS,
     IcebergType,
     ListType,
     MapType,
@@ -206,7 +213,7 @@ def project(columns: FileColumns, schema: Schema,
     ctx = _Context(columns.location, constants or {})
     compiled: list[tuple[int | None, ArrayFn]] = []
     for f in schema.fields:
-        source = columns.top_level(f.field_id)
+        source = None if _is_unknown(f) else columns.top_level(f.field_id)
         if source is None:
             compiled.append((None, _missing(f, ctx, f.name, strict=True)))
         else:
@@ -225,7 +232,7 @@ def extract(columns: FileColumns, f: NestedField,
     (this is for filters and delete keys, so a missing required field is not an error here).
     """
     ctx = _Context(columns.location, constants or {})
-    path = columns.path(f.field_id)
+    path = None if _is_unknown(f) else columns.path(f.field_id)
     if path is None:
         return None, _missing(f, ctx, f.name, strict=False)
     convert = _reader(f, path.arrow_field, ctx, ".".join(path.names))
@@ -240,6 +247,11 @@ def extract(columns: FileColumns, f: NestedField,
 
 
 # --- compiling readers -----------------------------------------------------------------------
+
+
+def _is_unknown(f: NestedField) -> bool:
+    """Whether ``f`` is ``unknown``, read as null whatever the file holds under its ID."""
+    return isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UNKNOWN
 
 
 def _reader(target: NestedField, source: Any, ctx: _Context, where: str) -> ArrayFn:
@@ -261,6 +273,8 @@ def _reader(target: NestedField, source: Any, ctx: _Context, where: str) -> Arra
             if not pa.types.is_map(st):
                 raise _cannot(ctx, where, st, t)
             return _map_reader(t, st, ctx, where)
+        case PrimitiveType(type_id=TypeId.VARIANT):
+            return variant.reader(st, f"{where!r} of {ctx.location}")
         case PrimitiveType():
             return primitive_converter(t, st, f"{where} of {ctx.location}")
 
@@ -274,7 +288,7 @@ def _struct_reader(t: StructType, st: Any, ctx: _Context, where: str) -> ArrayFn
     by_id = {field_id_of(st.field(i)): i for i in range(st.num_fields)}
     children: list[tuple[int | None, ArrayFn]] = []
     for f in t.fields:
-        index = by_id.get(f.field_id)
+        index = None if _is_unknown(f) else by_id.get(f.field_id)
         name = f"{where}.{f.name}"
         if index is None:
             children.append((None, _missing(f, ctx, name, strict=True)))
@@ -366,18 +380,27 @@ def repeat(one: Any, n: int) -> Any:
 def _iceberg_primitive(arrow_type: Any) -> IcebergType:
     """The Iceberg type of a file's Arrow primitive (timestamps of any unit included)."""
     if pa.types.is_timestamp(arrow_type):
+        if arrow_type.unit == "ns":
+            return TIMESTAMP_NS if arrow_type.tz is None else TIMESTAMPTZ_NS
         return TIMESTAMP if arrow_type.tz is None else TIMESTAMPTZ
     probe = pa.schema([pa.field("c", arrow_type, metadata=field_metadata(1))])
-    return from_arrow_schema(probe).fields[0].field_type
+    return from_arrow_schema(probe, format_version=3).fields[0].field_type
+
+
+_MICRO_TIMESTAMPS = frozenset({TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ})
+_NANO_TIMESTAMPS = frozenset({TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS})
 
 
 def primitive_converter(target: PrimitiveType, source: Any, where: str) -> ArrayFn:
     """The conversion of a file's Arrow ``source`` type to Iceberg primitive ``target``.
 
     Spec, *Schema Evolution*: "Valid type promotions are: int to long; float to double;
-    decimal(P, S) to decimal(P', S) if P' > P". ``fixed(16)`` reads as ``uuid`` (older pyarrow
-    writes uuid without the logical type); timestamps of any unit read as microseconds if no
-    digit is lost, with or without zone exactly as the table type says.
+    decimal(P, S) to decimal(P', S) if P' > P", and (v3) ``date`` to ``timestamp`` or
+    ``timestamp_ns``: a date reads as that day's midnight, and "values outside the promoted
+    type's range must result in a runtime failure". ``fixed(16)`` reads as ``uuid`` (older
+    pyarrow writes uuid without the logical type); timestamps of any unit read as microseconds
+    or nanoseconds if no digit is lost, with or without zone exactly as the table type says;
+    WKB (binary or any ``geoarrow.wkb``) reads as geometry or geography.
 
     >>> import pyarrow as pa
     >>> from icepark.spec.types import LONG, STRING
@@ -387,6 +410,8 @@ def primitive_converter(target: PrimitiveType, source: Any, where: str) -> Array
     Traceback (most recent call last):
     ...
     icepark.errors.ValidationError: Cannot read x: the file's int cannot be read as string
+    >>> primitive_converter(TIMESTAMP_NS, pa.date32(), "d")(pa.array([1], pa.date32()))[0]
+    <pyarrow.TimestampScalar: '1970-01-02T00:00:00.000000000'>
     """
     target_arrow = to_arrow_type(target)
     if pa.types.is_dictionary(source):
@@ -394,13 +419,26 @@ def primitive_converter(target: PrimitiveType, source: Any, where: str) -> Array
         return lambda a: inner(a.dictionary_decode())
     if source == target_arrow:
         return lambda a: a
+    if target.type_id in (TypeId.GEOMETRY, TypeId.GEOGRAPHY):
+        if not (geo.is_wkb(source) or pa.types.is_binary(source)
+                or pa.types.is_large_binary(source) or pa.types.is_binary_view(source)):
+            raise ValidationError(f"Cannot read {where}: the file's {source} is not WKB "
+                                  f"binary for {target}")
+        return lambda a: geo.wkb_array(a, target_arrow)
     try:
         found = _iceberg_primitive(source)
     except (ValidationError, UnsupportedFeature) as e:
         raise ValidationError(f"Cannot read {where}: {e}") from None
     uuid_from_fixed = (target.type_id is TypeId.UUID and isinstance(found, PrimitiveType)
                        and found == PrimitiveType.fixed(16))
-    if not (is_promotion_allowed(found, target) or uuid_from_fixed):
+    # timestamps of another unit (same zone kind): exact, or an error when digits would go
+    other_unit = isinstance(found, PrimitiveType) and (
+        (found.type_id in _MICRO_TIMESTAMPS | _NANO_TIMESTAMPS)
+        and target.type_id in _MICRO_TIMESTAMPS | _NANO_TIMESTAMPS
+        and (found.type_id in (TypeId.TIMESTAMPTZ, TypeId.TIMESTAMPTZ_NS))
+        == (target.type_id in (TypeId.TIMESTAMPTZ, TypeId.TIMESTAMPTZ_NS)))
+    if not (is_promotion_allowed(found, target, format_version=3) or uuid_from_fixed
+            or other_unit):
         raise ValidationError(f"Cannot read {where}: the file's {found} cannot be read as "
                               f"{target}")
     if isinstance(target_arrow, pa.BaseExtensionType):
@@ -412,13 +450,23 @@ def primitive_converter(target: PrimitiveType, source: Any, where: str) -> Array
             return pa.ExtensionArray.from_storage(target_arrow, a.cast(storage))
 
         return to_extension
+    if pa.types.is_date(source) and pa.types.is_timestamp(target_arrow):
+        def midnight(a: Any) -> Any:
+            try:
+                return a.cast(target_arrow, safe=True)
+            except pa.ArrowInvalid as e:
+                raise ValidationError(f"Cannot read {where} as {target}: a date is outside "
+                                      f"its range ({e})") from None
+
+        return midnight
     return lambda a: a.cast(target_arrow, safe=True)
 
 
 # --- Iceberg values as Arrow arrays ---------------------------------------------------------
 
 _INT_STORAGE = {TypeId.DATE: pa.int32(), TypeId.TIME: pa.int64(),
-                TypeId.TIMESTAMP: pa.int64(), TypeId.TIMESTAMPTZ: pa.int64()}
+                TypeId.TIMESTAMP: pa.int64(), TypeId.TIMESTAMPTZ: pa.int64(),
+                TypeId.TIMESTAMP_NS: pa.int64(), TypeId.TIMESTAMPTZ_NS: pa.int64()}
 
 
 def arrow_values(t: IcebergType, values: list[Any]) -> Any:
@@ -447,6 +495,14 @@ def arrow_values(t: IcebergType, values: list[Any]) -> Any:
                 if isinstance(arrow_type, pa.BaseExtensionType):
                     return pa.ExtensionArray.from_storage(arrow_type, raw)
                 return raw
+            if t.type_id in (TypeId.GEOMETRY, TypeId.GEOGRAPHY):
+                return geo.wkb_array(pa.array(values, pa.binary()), arrow_type)
+            if t.type_id is TypeId.VARIANT:
+                parts = [(None, None) if v is None else v for v in values]
+                return variant.conform(pa.StructArray.from_arrays(
+                    [pa.array([p[0] for p in parts], pa.binary()),
+                     pa.array([p[1] for p in parts], pa.binary())],
+                    names=[variant.METADATA, variant.VALUE], mask=_null_mask(values)), "value")
             return pa.array(values, arrow_type)
         case StructType():
             children = [arrow_values(f.field_type, [

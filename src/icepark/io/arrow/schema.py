@@ -20,6 +20,14 @@ Type choices (Appendix A lists Parquet types; the Arrow types are ours):
   precision ("``P <= 9``: ``int32``, ``P <= 18``: ``int64``, ``fixed`` otherwise").
 * Lists are ``list<element>``, maps ``map<key, value>``: the 3-level Parquet representations
   ("Lists must use the 3-level representation").
+* The v3 types: ``timestamp_ns`` is ``timestamp[ns]`` and ``timestamptz_ns``
+  ``timestamp[ns, tz=UTC]`` (pyarrow writes ``TIMESTAMP(NANOS)`` with ``isAdjustedToUTC`` as
+  the zone says, beside ``TIMESTAMP(MICROS)`` columns in the same file); ``unknown`` is
+  ``null`` (the writer leaves it out of the file: "Omit from data files"); ``variant`` is
+  ``struct<metadata: binary, value: binary>`` without field IDs inside
+  (:mod:`icepark.io.arrow.variant`); ``geometry`` and ``geography`` are WKB in GeoArrow's
+  ``geoarrow.wkb`` extension type carrying the CRS and edges, which pyarrow writes as the
+  Parquet ``GEOMETRY``/``GEOGRAPHY`` logical types (:mod:`icepark.io.arrow.geo`).
 
 :func:`conform_batch` fits incoming Arrow data to such a schema, by name, before it is written.
 
@@ -43,8 +51,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.errors import IncompatibleColumn, UnsupportedFeature, ValidationError
+from icepark.io.arrow import geo, variant
 from icepark.io.arrow.fixed_width import fixed_from_binary, uuids_from_strings
-from icepark.spec.schema import Schema, SchemaVisitor, check_v3_types, fresh_schema, visit
+from icepark.spec.schema import Schema, SchemaVisitor, fresh_schema, visit
 from icepark.spec.types import (
     BINARY,
     BOOLEAN,
@@ -56,8 +65,12 @@ from icepark.spec.types import (
     STRING,
     TIME,
     TIMESTAMP,
+    TIMESTAMP_NS,
     TIMESTAMPTZ,
+    TIMESTAMPTZ_NS,
+    UNKNOWN,
     UUID,
+    VARIANT,
     IcebergType,
     ListType,
     MapType,
@@ -71,6 +84,8 @@ FIELD_ID_KEY = b"PARQUET:field_id"
 """The Arrow field metadata key pyarrow maps to and from the Parquet column ``field_id``."""
 
 _TIMESTAMP_UNITS = frozenset({"s", "ms", "us"})
+_NANO_TIMESTAMPS = frozenset({TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS})
+_GEO = frozenset({TypeId.GEOMETRY, TypeId.GEOGRAPHY})
 
 
 def uuid_arrow_type() -> Any:
@@ -89,9 +104,13 @@ _PRIMITIVES: dict[TypeId, Any] = {
     TypeId.TIME: pa.time64("us"),
     TypeId.TIMESTAMP: pa.timestamp("us"),
     TypeId.TIMESTAMPTZ: pa.timestamp("us", tz="UTC"),
+    TypeId.TIMESTAMP_NS: pa.timestamp("ns"),
+    TypeId.TIMESTAMPTZ_NS: pa.timestamp("ns", tz="UTC"),
     TypeId.STRING: pa.string(),
     TypeId.UUID: uuid_arrow_type(),
     TypeId.BINARY: pa.binary(),
+    TypeId.UNKNOWN: pa.null(),
+    TypeId.VARIANT: variant.arrow_type(),
 }
 
 
@@ -127,10 +146,11 @@ class _ToArrow(SchemaVisitor[Any]):
                 return pa.decimal128(primitive.precision, primitive.scale)
             case TypeId.FIXED:
                 return pa.binary(primitive.length)
+            case TypeId.GEOMETRY | TypeId.GEOGRAPHY:
+                return geo.arrow_type(primitive)
             case tid if tid in _PRIMITIVES:
                 return _PRIMITIVES[tid]
-        raise UnsupportedFeature(f"Type {primitive} (format version 3) has no Arrow type in "
-                                 "icepark yet")
+        raise UnsupportedFeature(f"Type {primitive} has no Arrow type in icepark")
 
 
 def to_arrow_type(t: IcebergType) -> Any:
@@ -139,8 +159,8 @@ def to_arrow_type(t: IcebergType) -> Any:
     >>> from icepark.spec.types import PrimitiveType
     >>> to_arrow_type(PrimitiveType.decimal(9, 2))
     Decimal128Type(decimal128(9, 2))
-    >>> to_arrow_type(TIMESTAMPTZ)
-    TimestampType(timestamp[us, tz=UTC])
+    >>> to_arrow_type(TIMESTAMPTZ), to_arrow_type(TIMESTAMPTZ_NS)
+    (TimestampType(timestamp[us, tz=UTC]), TimestampType(timestamp[ns, tz=UTC]))
     """
     return visit(t, _ToArrow())
 
@@ -153,16 +173,20 @@ def to_arrow_schema(schema: Schema) -> Any:
     >>> print(to_arrow_schema(s).field("m").type)
     map<string, int32>
     """
-    check_v3_types(schema, "read or write")
     return pa.schema([to_arrow_field(f) for f in schema.fields])
 
 
-def from_arrow_schema(arrow_schema: Any, schema_id: int = 0) -> Schema:
+def from_arrow_schema(arrow_schema: Any, schema_id: int = 0, *,
+                      format_version: int = 2) -> Schema:
     """The Iceberg schema of an Arrow schema whose every field carries ``PARQUET:field_id``.
 
     Arrow types without an Iceberg counterpart and fields without an ID raise
-    :class:`ValidationError` naming the field; unsigned integers wider than 16 bits, half
-    floats and nanosecond timestamps (``timestamp_ns`` is a v3 type) are not accepted.
+    :class:`ValidationError` naming the field; unsigned integers wider than 16 bits and half
+    floats are not accepted. The v3 types come only with ``format_version`` 3 ("using v3 types
+    in v1 or v2 tables can break forward compatibility"), else :class:`UnsupportedFeature`:
+    ``timestamp[ns]`` is ``timestamp_ns``, ``null`` is ``unknown``, a struct of binary
+    ``metadata`` and ``value`` without field IDs is ``variant``, ``geoarrow.wkb`` is
+    ``geometry`` or ``geography`` (by its edges).
 
     >>> import pyarrow as pa
     >>> from_arrow_schema(pa.schema([pa.field("id", pa.int64(), nullable=False)]))
@@ -170,13 +194,21 @@ def from_arrow_schema(arrow_schema: Any, schema_id: int = 0) -> Schema:
     ...
     icepark.errors.ValidationError: Arrow field 'id' has no field ID (metadata PARQUET:field_id); \
 Iceberg needs an ID on every field
+    >>> ns = pa.schema([pa.field("t", pa.timestamp("ns"), metadata=field_metadata(1))])
+    >>> print(from_arrow_schema(ns, format_version=3))
+    table {
+      1: t: optional timestamp_ns
+    }
     """
-    return Schema(tuple(_from_arrow_field(f, f.name) for f in arrow_schema), schema_id)
+    return Schema(tuple(_from_arrow_field(f, f.name, format_version) for f in arrow_schema),
+                  schema_id)
 
 
-def infer_schema(arrow_schema: Any) -> Schema:
+def infer_schema(arrow_schema: Any, *, format_version: int = 2) -> Schema:
     """A new table's schema for an Arrow schema, with fresh field IDs from 1 (any IDs the
     Arrow fields carry are ignored), assigned as for a new table (:func:`fresh_schema`).
+    Types map as in :func:`from_arrow_schema`; a variant is a struct whose ``metadata`` field
+    carries PySpark's variant mark (as :func:`to_arrow_schema` makes them).
 
     >>> import pyarrow as pa
     >>> print(infer_schema(pa.schema([pa.field("id", pa.int64(), nullable=False),
@@ -190,7 +222,9 @@ def infer_schema(arrow_schema: Any) -> Schema:
 
     def numbered(f: Any) -> Any:
         t = f.type
-        if pa.types.is_struct(t):
+        if variant.is_variant_struct(t, marked=True):
+            t = variant.arrow_type()
+        elif pa.types.is_struct(t):
             t = pa.struct([numbered(t.field(i)) for i in range(t.num_fields)])
         elif pa.types.is_map(t):
             t = pa.map_(numbered(t.key_field), numbered(t.item_field))
@@ -199,7 +233,8 @@ def infer_schema(arrow_schema: Any) -> Schema:
             t = pa.list_(numbered(t.value_field))
         return pa.field(f.name, t, f.nullable, field_metadata(next(counter)))
 
-    placeholder = from_arrow_schema(pa.schema([numbered(f) for f in arrow_schema]))
+    placeholder = from_arrow_schema(pa.schema([numbered(f) for f in arrow_schema]),
+                                    format_version=format_version)
     return fresh_schema(placeholder)[0]
 
 
@@ -214,35 +249,51 @@ def _field_id(f: Any, path: str) -> int:
         raise ValidationError(f"Arrow field {path!r} has an invalid field ID {raw!r}") from None
 
 
-def _from_arrow_field(f: Any, path: str) -> NestedField:
-    return NestedField(_field_id(f, path), f.name, _from_arrow_type(f.type, path), not f.nullable)
+def _from_arrow_field(f: Any, path: str, version: int) -> NestedField:
+    return NestedField(_field_id(f, path), f.name, _from_arrow_type(f.type, path, version),
+                       not f.nullable)
 
 
-def _from_arrow_type(t: Any, path: str) -> IcebergType:
+def _v3(t: PrimitiveType, arrow_type: Any, path: str, version: int) -> PrimitiveType:
+    """``t``, a v3 type, if the table is version 3."""
+    if version < 3:
+        what = "nanosecond timestamps are" if t.type_id in _NANO_TIMESTAMPS else "it is"
+        raise UnsupportedFeature(f"Arrow field {path!r} is {arrow_type}: {what} the format "
+                                 f"version 3 type {t}, and the table is version {version}")
+    return t
+
+
+def _from_arrow_type(t: Any, path: str, version: int) -> IcebergType:
     types = pa.types
     if types.is_dictionary(t):
-        return _from_arrow_type(t.value_type, path)
+        return _from_arrow_type(t.value_type, path, version)
+    if variant.is_variant_struct(t):
+        return _v3(VARIANT, t, path, version)
     if types.is_struct(t):
-        return StructType(tuple(_from_arrow_field(t.field(i), f"{path}.{t.field(i).name}")
-                                for i in range(t.num_fields)))
+        return StructType(tuple(_from_arrow_field(t.field(i), f"{path}.{t.field(i).name}",
+                                                  version) for i in range(t.num_fields)))
     if types.is_map(t):
         key, value = t.key_field, t.item_field
-        return MapType(_field_id(key, f"{path}.key"), _from_arrow_type(key.type, f"{path}.key"),
+        return MapType(_field_id(key, f"{path}.key"),
+                       _from_arrow_type(key.type, f"{path}.key", version),
                        _field_id(value, f"{path}.value"),
-                       _from_arrow_type(value.type, f"{path}.value"), not value.nullable)
+                       _from_arrow_type(value.type, f"{path}.value", version), not value.nullable)
     if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t):
         element = t.value_field
         return ListType(_field_id(element, f"{path}.element"),
-                        _from_arrow_type(element.type, f"{path}.element"), not element.nullable)
-    return _from_arrow_primitive(t, path)
+                        _from_arrow_type(element.type, f"{path}.element", version),
+                        not element.nullable)
+    return _from_arrow_primitive(t, path, version)
 
 
-def _from_arrow_primitive(t: Any, path: str) -> PrimitiveType:
+def _from_arrow_primitive(t: Any, path: str, version: int) -> PrimitiveType:
     types = pa.types
     if isinstance(t, pa.BaseExtensionType):
         if t.extension_name == "arrow.uuid":
             return UUID
-        return _from_arrow_primitive(t.storage_type, path)
+        if geo.is_wkb(t):
+            return _v3(geo.iceberg_type(t, path), t, path, version)
+        return _from_arrow_primitive(t.storage_type, path, version)
     checks: tuple[tuple[Any, PrimitiveType], ...] = (
         (types.is_boolean, BOOLEAN),
         (lambda x: types.is_int32(x) or types.is_int16(x) or types.is_int8(x)
@@ -262,9 +313,10 @@ def _from_arrow_primitive(t: Any, path: str) -> PrimitiveType:
             return iceberg
     if types.is_timestamp(t):
         if t.unit not in _TIMESTAMP_UNITS:
-            raise UnsupportedFeature(f"Arrow field {path!r} is {t}: nanosecond timestamps "
-                                     "(Iceberg v3 timestamp_ns) are not supported")
+            return _v3(TIMESTAMP_NS if t.tz is None else TIMESTAMPTZ_NS, t, path, version)
         return TIMESTAMP if t.tz is None else TIMESTAMPTZ
+    if types.is_null(t):
+        return _v3(UNKNOWN, t, path, version)
     if types.is_decimal(t):
         return PrimitiveType.decimal(t.precision, t.scale)
     if types.is_fixed_size_binary(t):
@@ -316,6 +368,12 @@ def _conform(arr: Any, f: NestedField, target: Any, path: str, length: int) -> A
     if arr is None or pa.types.is_null(arr.type):
         if f.is_required and length:
             raise ValidationError(f"Column {path!r} is required but missing from the batch")
+        return pa.nulls(length, target)
+    if pa.types.is_null(target):  # unknown: "Must be optional with null defaults"
+        if arr.null_count != len(arr):
+            raise ValidationError(f"Column {path!r} has type unknown, whose only value is "
+                                  f"null, but has {len(arr) - arr.null_count} non-null "
+                                  "value(s)")
         return pa.nulls(length, target)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
@@ -421,6 +479,8 @@ def _conform_map(arr: Any, t: MapType, target: Any, path: str) -> Any:
 def _same_kind(t: PrimitiveType, source: Any) -> bool:
     types = pa.types
     if isinstance(source, pa.BaseExtensionType):
+        if t.type_id in _GEO:
+            return geo.is_wkb(source)
         return t.type_id is TypeId.UUID and source.extension_name == "arrow.uuid"
     match t.type_id:
         case TypeId.BOOLEAN:
@@ -435,8 +495,8 @@ def _same_kind(t: PrimitiveType, source: Any) -> bool:
             return bool(types.is_date(source))
         case TypeId.TIME:
             return bool(types.is_time(source))
-        case TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ:
-            zoned = t.type_id is TypeId.TIMESTAMPTZ
+        case TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ | TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            zoned = t.type_id in (TypeId.TIMESTAMPTZ, TypeId.TIMESTAMPTZ_NS)
             return bool(types.is_timestamp(source)) and (source.tz is not None) == zoned
         case TypeId.STRING:
             return _is_string(source)
@@ -445,6 +505,8 @@ def _same_kind(t: PrimitiveType, source: Any) -> bool:
                         or _is_binary(source))
         case TypeId.FIXED:  # also variable-length binary of the right length (Spark's form)
             return bool(types.is_fixed_size_binary(source) or _is_binary(source))
+        case TypeId.GEOMETRY | TypeId.GEOGRAPHY:  # WKB as plain binary, or PySpark's struct
+            return _is_binary(source) or geo.is_spark_struct(source)
         case _:  # binary
             return _is_binary(source) or bool(types.is_fixed_size_binary(source))
 
@@ -460,6 +522,8 @@ def _is_binary(source: Any) -> bool:
 
 
 def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> Any:
+    if t.type_id is TypeId.VARIANT:
+        return variant.conform(arr, path)
     if arr.type == target:
         return arr
     if not _same_kind(t, arr.type):
@@ -470,6 +534,8 @@ def _conform_primitive(arr: Any, t: PrimitiveType, target: Any, path: str) -> An
         fixed = (uuids_from_strings(arr, path) if _is_string(arr.type)
                  else fixed_from_binary(arr, storage.byte_width, path, str(t)))
         return fixed if storage is target else pa.ExtensionArray.from_storage(target, fixed)
+    if t.type_id in _GEO:
+        return geo.wkb_array(arr, target)
     try:
         return arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:

@@ -4,7 +4,12 @@ Spec, Appendix A, *Parquet*: "Column IDs are required." Files are written by pya
 Arrow schema of :mod:`icepark.io.arrow.schema`, so every column -- struct fields, list elements,
 map keys and values -- carries its field ID. Input batches are matched to the table schema by
 field name and cast to its types (:func:`conform_batch`); a batch that does not fit raises
-:class:`ValidationError` naming the column before anything is written.
+:class:`ValidationError` naming the column before anything is written. ``unknown`` columns
+(format version 3) are checked to be null and left out of the file: "Omit from data files"
+(:func:`stored_schema`). Timestamps keep their unit: ``timestamp``/``timestamptz`` are written
+as ``TIMESTAMP(MICROS)`` and ``timestamp_ns``/``timestamptz_ns`` as ``TIMESTAMP(NANOS)``, in
+the same file (pyarrow's format version 2.6 writes each unit as it is, and icepark sets no
+``coerce_timestamps`` nor the INT96 form).
 
 Batches are buffered up to one row group (``write.parquet.row-group-size-bytes``, estimated
 from the batches' Arrow size) and a new file is started when the current one reaches
@@ -37,13 +42,23 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icepark.errors import ValidationError
+from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.io.arrow.schema import conform_batch, to_arrow_schema
 from icepark.io.fileio import FileIO
-from icepark.io.parquet.metrics import FloatCollector, MetricsConfig, compute_metrics
+from icepark.io.parquet.float_stats import FloatCollector
+from icepark.io.parquet.metrics import MetricsConfig, compute_metrics
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
-from icepark.spec.schema import Schema
+from icepark.spec.schema import Schema, index_by_id
+from icepark.spec.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TypeId,
+)
 from icepark.spec.values import check_value
 
 MIB = 1024 * 1024
@@ -108,9 +123,13 @@ class ParquetWriteOptions:
         """Keyword arguments of ``pyarrow.parquet.ParquetWriter``.
 
         Decimals are stored as int32/int64 by precision (``store_decimal_as_integer``) and
-        ``time`` with ``adjustToUtc=false``, as Appendix A requires.
+        ``time`` with ``adjustToUtc=false``, as Appendix A requires. Format version 2.6 keeps
+        nanosecond timestamps as ``TIMESTAMP(NANOS)``; no ``coerce_timestamps`` (which would
+        convert every column to one unit) and never INT96.
         """
         args: dict[str, Any] = {
+            "version": "2.6",
+            "use_deprecated_int96_timestamps": False,
             "compression": self.compression,
             "store_decimal_as_integer": True,
             "write_time_adjusted_to_utc": False,
@@ -169,6 +188,11 @@ class DataFileWriter:
         self._writer_args = self._options.writer_arguments()
         self._metrics = metrics or MetricsConfig.from_properties(properties, table_schema)
         self._arrow_schema = to_arrow_schema(file_schema)
+        self._stored = stored_schema(file_schema)
+        self._reshaped = _changes(file_schema.as_struct())
+        self._stored_arrow = self._store(pa.RecordBatch.from_arrays(
+            [pa.nulls(0, f.type) for f in self._arrow_schema],
+            schema=self._arrow_schema)).schema
         self._buffer: list[Any] = []
         self._buffered_bytes = 0.0
         self._current: _OpenFile | None = None
@@ -243,7 +267,19 @@ class DataFileWriter:
 
     def _prepare(self, batch: Any) -> Any:
         """Conform one input batch to the file schema (subclasses add checks)."""
-        return conform_batch(batch, self._schema, self._arrow_schema)
+        return self._store(conform_batch(batch, self._schema, self._arrow_schema))
+
+    def _store(self, batch: Any) -> Any:
+        """A conformed batch as the file stores it: without its ``unknown`` columns, and with
+        the geographies pyarrow cannot annotate as plain WKB binary (:func:`_stored_array`)."""
+        if not self._reshaped:
+            return batch
+        columns = [_stored_array(batch.column(f.name), f.field_type)
+                   for f in self._schema.fields if not _is_unknown(f.field_type)]
+        names = [f.name for f in self._schema.fields if not _is_unknown(f.field_type)]
+        fields = [batch.schema.field(n).with_type(c.type) for n, c in zip(names, columns,
+                                                                          strict=True)]
+        return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
 
     def _append(self, batch: Any) -> None:
         rows = batch.num_rows
@@ -280,7 +316,7 @@ class DataFileWriter:
         if self._current is None:
             self._current = self._open_file()
         current = self._current
-        table = pa.Table.from_batches(self._buffer, schema=self._arrow_schema)
+        table = pa.Table.from_batches(self._buffer, schema=self._stored_arrow)
         for batch in self._buffer:
             current.floats.update(batch)
         before = current.sink.tell()
@@ -295,11 +331,11 @@ class DataFileWriter:
         sink = self._io.new_output(location).create(overwrite=False)
         self._created.append(location)  # only now is the file ours to delete
         try:
-            writer = pq.ParquetWriter(sink, self._arrow_schema, **self._writer_args)
+            writer = pq.ParquetWriter(sink, self._stored_arrow, **self._writer_args)
         except BaseException:
             sink.close()
             raise
-        return _OpenFile(location, sink, writer, FloatCollector(self._schema))
+        return _OpenFile(location, sink, writer, FloatCollector(self._stored))
 
     def _finish_file(self) -> None:
         current = self._current
@@ -327,6 +363,102 @@ class DataFileWriter:
             equality_ids=self._equality_ids,
             sort_order_id=self._sort_order_id,
         ))
+
+
+def _is_unknown(t: IcebergType) -> bool:
+    return isinstance(t, PrimitiveType) and t.type_id is TypeId.UNKNOWN
+
+
+def _stored_type(t: IcebergType, where: str) -> IcebergType:
+    match t:
+        case StructType():
+            return StructType(tuple(_stored_field(f, f"{where}.{f.name}") for f in t.fields
+                                    if not _is_unknown(f.field_type)))
+        case ListType():
+            if _is_unknown(t.element_type):
+                raise UnsupportedFeature(f"Cannot write column {where!r}: a list of unknown "
+                                         "has no Parquet form (unknown is omitted from files)")
+            return ListType(t.element_id, _stored_type(t.element_type, f"{where}.element"),
+                            t.element_required)
+        case MapType():
+            if _is_unknown(t.key_type) or _is_unknown(t.value_type):
+                raise UnsupportedFeature(f"Cannot write column {where!r}: a map of unknown "
+                                         "has no Parquet form (unknown is omitted from files)")
+            return MapType(t.key_id, _stored_type(t.key_type, f"{where}.key"), t.value_id,
+                           _stored_type(t.value_type, f"{where}.value"), t.value_required)
+    return t
+
+
+def _stored_field(f: NestedField, where: str) -> NestedField:
+    stored = _stored_type(f.field_type, where)
+    return f if stored is f.field_type else NestedField(
+        f.field_id, f.name, stored, f.is_required, f.doc, f.initial_default, f.write_default)
+
+
+def _plain_geography(t: IcebergType) -> bool:
+    """A geography whose edges pyarrow cannot write as Parquet's ``GEOGRAPHY`` (pyarrow 26
+    annotates ``spherical`` only): stored as plain WKB ``binary``."""
+    return isinstance(t, PrimitiveType) and t.type_id is TypeId.GEOGRAPHY \
+        and t.edge_algorithm != "spherical"
+
+
+def _changes(t: IcebergType) -> bool:
+    """Whether the file stores ``t`` otherwise than its Arrow type: it has an ``unknown``
+    field or a :func:`_plain_geography`, at any depth."""
+    match t:
+        case StructType():
+            return any(_changes(f.field_type) for f in t.fields)
+        case ListType():
+            return _changes(t.element_type)
+        case MapType():
+            return _changes(t.key_type) or _changes(t.value_type)
+    return _is_unknown(t) or _plain_geography(t)
+
+
+def stored_schema(schema: Schema) -> Schema:
+    """The columns a data file of ``schema`` stores: every ``unknown`` field left out
+    (Appendix A: ``unknown``, Parquet type "None", "Omit from data files"); ``schema`` itself
+    when it has none. A list element or map key/value of type unknown cannot be left out:
+    :class:`UnsupportedFeature`.
+
+    >>> from icepark.spec.types import LONG, UNKNOWN
+    >>> print(stored_schema(Schema.of(NestedField.required(1, "id", LONG),
+    ...                               NestedField.optional(2, "u", UNKNOWN))))
+    table {
+      1: id: required long
+    }
+    """
+    if not any(_is_unknown(f.field_type) for f in index_by_id(schema).values()):
+        return schema
+    return Schema(tuple(_stored_field(f, f.name) for f in schema.fields
+                        if not _is_unknown(f.field_type)), schema.schema_id)
+
+
+def _stored_array(arr: Any, t: IcebergType) -> Any:
+    """A conformed column as the file stores it: ``unknown`` struct fields (at any depth) left
+    out, :func:`_plain_geography` values as their WKB ``binary``."""
+    if not _changes(t):
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    match t:
+        case StructType():
+            kept = [(i, f) for i, f in enumerate(t.fields) if not _is_unknown(f.field_type)]
+            children = [_stored_array(arr.field(i), f.field_type) for i, f in kept]
+            fields = [arr.type.field(i).with_type(c.type) for (i, _), c in zip(kept, children,
+                                                                               strict=True)]
+            return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+        case ListType():
+            values = _stored_array(arr.values, t.element_type)
+            element = arr.type.value_field.with_type(values.type)
+            return pa.ListArray.from_arrays(arr.offsets, values, type=pa.list_(element),
+                                            mask=mask)
+        case MapType():
+            keys = _stored_array(arr.keys, t.key_type)
+            items = _stored_array(arr.items, t.value_type)
+            map_type = pa.map_(arr.type.key_field.with_type(keys.type),
+                               arr.type.item_field.with_type(items.type))
+            return pa.MapArray.from_arrays(arr.offsets, keys, items, type=map_type, mask=mask)
+    return arr.storage  # a plain geography
 
 
 def _checked_partition(spec: PartitionSpec, schema: Schema,

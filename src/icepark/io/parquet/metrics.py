@@ -18,6 +18,13 @@ use it to prune a file by a row predicate on one value. A bound is omitted
 when a row group with values has no Parquet statistics (pyarrow drops them for values longer
 than its statistics size limit).
 
+The v3 types: ``timestamp_ns``/``timestamptz_ns`` bounds are nanoseconds; a ``geometry``
+column's bounds are the corner points of its bounding box, from the footer's geospatial
+statistics (:mod:`icepark.io.parquet.geometry`), never a byte-wise minimum of its WKB;
+``geography`` and ``variant`` get no bounds (they are optional), and a variant's size and
+counts come from the leaves of its group (which have no field IDs: its ``metadata`` counts
+its values and nulls). ``unknown`` columns are not in files, so they have no metrics.
+
 Metrics modes, from the table properties ``write.metadata.metrics.default`` (default
 ``truncate(16)``) and ``write.metadata.metrics.column.<column name>``: ``none`` keeps nothing
 for a column, ``counts`` keeps its size and counts, ``truncate(N)`` adds bounds with strings cut
@@ -37,31 +44,37 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icepark.errors import ValidationError
-from icepark.io.arrow.parquet_file import decoded_batches, open_parquet
 from icepark.io.arrow.schema import FIELD_ID_KEY
-from icepark.spec.bounds import sort_key, to_bytes
+from icepark.io.arrow.variant import METADATA, is_variant_struct
+from icepark.io.parquet import geometry
+from icepark.io.parquet.float_stats import FloatCollector, read_float_stats
+from icepark.spec.bounds import UNORDERED, sort_key, to_bytes
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     IcebergType,
     ListType,
     MapType,
-    NestedField,
     PrimitiveType,
-    StructType,
     TypeId,
     child_fields,
 )
 from icepark.spec.values import check_value
+
+__all__ = [
+    "COUNTS", "DEFAULT_MODE", "FULL", "NONE", "FloatCollector", "Metrics", "MetricsConfig",
+    "MetricsMode", "ModeKind", "compute_metrics", "leaf_field_ids", "read_float_stats",
+    "split_offsets", "truncate_lower_binary", "truncate_lower_string", "truncate_upper_binary",
+    "truncate_upper_string",
+]
 
 DEFAULT_MODE_PROPERTY = "write.metadata.metrics.default"
 COLUMN_MODE_PREFIX = "write.metadata.metrics.column."
@@ -218,132 +231,6 @@ def _encode(t: PrimitiveType, value: Any) -> bytes:
     return to_bytes(t, value)
 
 
-@dataclass(slots=True)
-class _FloatStats:
-    nan_count: int = 0
-    lower: float | None = None
-    upper: float | None = None
-
-
-class FloatCollector:
-    """NaN counts and exact bounds of the float and double columns, from the rows written.
-
-    Every float/double leaf gets a NaN count; leaves outside lists and maps also get bounds
-    that skip nulls and NaN and order ``-0.0`` before ``+0.0``. Feed it the batches of one
-    file (already conformed to ``schema``) with :meth:`update`.
-    """
-
-    def __init__(self, schema: Schema) -> None:
-        self._schema = schema
-        self._stats: dict[int, _FloatStats] = {}
-        self._paths = frozenset(_float_paths(schema.as_struct()))
-
-    def update(self, batch: Any) -> None:
-        for f in self._schema.fields:
-            if f.field_id in self._paths:
-                self._visit(batch.column(f.name), f, in_collection=False)
-
-    def _visit(self, arr: Any, f: NestedField, in_collection: bool) -> None:
-        t = f.field_type
-        match t:
-            case StructType():
-                children = arr.flatten()  # merges the struct's own nulls into its children
-                for i, child in enumerate(t.fields):
-                    if child.field_id in self._paths:
-                        self._visit(children[i], child, in_collection)
-            case ListType():
-                self._visit(arr.flatten(), t.element_field, True)
-            case MapType():
-                entries = arr.view(pa.list_(pa.field("entries", pa.struct(
-                    [arr.type.key_field, arr.type.item_field]), nullable=False))).flatten()
-                for position, child in enumerate((t.key_field, t.value_field)):
-                    if child.field_id in self._paths:
-                        self._visit(entries.field(position), child, True)
-            case PrimitiveType():
-                self._update_leaf(arr, f.field_id, t, in_collection)
-
-    def _update_leaf(self, arr: Any, field_id: int, t: PrimitiveType,
-                     in_collection: bool) -> None:
-        stats = self._stats.setdefault(field_id, _FloatStats())
-        nans = pc.is_nan(arr)
-        stats.nan_count += int(pc.sum(nans).as_py() or 0)
-        if in_collection:
-            return
-        values = arr.filter(pc.invert(nans))  # a null mask drops the nulls too
-        if len(values) == 0:
-            return
-        minmax = pc.min_max(values)
-        low, high = minmax["min"].as_py(), minmax["max"].as_py()
-        bits = values.view(pa.int32() if t.type_id is TypeId.FLOAT else pa.int64())
-        sign_bit = -(2 ** (_bit_width(t) - 1))
-        if low == 0.0:  # min_max does not tell -0.0 from +0.0
-            low = -0.0 if pc.any(pc.equal(bits, sign_bit)).as_py() else 0.0
-        if high == 0.0:
-            high = 0.0 if pc.any(pc.equal(bits, 0)).as_py() else -0.0
-        key = sort_key(t)
-        if stats.lower is None or key(low) < key(stats.lower):
-            stats.lower = low
-        if stats.upper is None or key(high) > key(stats.upper):
-            stats.upper = high
-
-    @property
-    def nan_counts(self) -> dict[int, int]:
-        return {fid: s.nan_count for fid, s in self._stats.items()}
-
-    def bounds(self, field_id: int) -> tuple[float | None, float | None]:
-        stats = self._stats.get(field_id)
-        return (None, None) if stats is None else (stats.lower, stats.upper)
-
-
-def _bit_width(t: PrimitiveType) -> int:
-    return 32 if t.type_id is TypeId.FLOAT else 64
-
-
-def _float_paths(t: IcebergType) -> Iterator[int]:
-    """IDs of float/double leaves and of every field that contains one."""
-    for f in child_fields(t):
-        below = list(_float_paths(f.field_type))
-        if below or (isinstance(f.field_type, PrimitiveType) and f.field_type.type_id in _FLOATS):
-            yield f.field_id
-            yield from below
-
-
-def read_float_stats(source: Any, schema: Schema, metadata: Any | None = None, *,
-                     location: str | None = None) -> FloatCollector | None:
-    """NaN counts and exact float/double bounds of a written Parquet file (an open file or a
-    path), for a writer whose rows icepark never saw (Spark's own Parquet writer): the
-    top-level columns holding a float or double are read back, matched to ``schema`` by field
-    ID (``metadata``: the footer, if already read). None when the schema has no such column.
-
-    Spec, *Manifests*: ``nan_value_counts`` is the "map from column id to number of NaN values
-    in the column", and "NaNs are not permitted as lower or upper bounds": Parquet statistics
-    cannot give the first and need not exclude NaN (Spark's writer may leave a NaN maximum).
-    A file that does not decode is :class:`~icepark.errors.CorruptFile` naming ``location``
-    (by default ``source`` when it is a path).
-    """
-    paths = frozenset(_float_paths(schema.as_struct()))
-    wanted = {f.field_id: f.name for f in schema.fields if f.field_id in paths}
-    if not wanted:
-        return None
-    where = location or (source if isinstance(source, str) else "<unnamed Parquet file>")
-    parquet = open_parquet(source, where, metadata=metadata)
-    columns: list[str] = []
-    names: list[str] = []
-    for f in parquet.schema_arrow:
-        raw = (f.metadata or {}).get(FIELD_ID_KEY)
-        name = wanted.get(int(raw)) if raw is not None else None
-        if name is not None:
-            columns.append(f.name)
-            names.append(name)
-    found = set(names)
-    collector = FloatCollector(Schema.of(*(f for f in schema.fields if f.name in found)))
-    if not columns:
-        return collector
-    for batch in decoded_batches(parquet.iter_batches(columns=columns), where):
-        collector.update(pa.RecordBatch.from_arrays(batch.columns, names=names))
-    return collector
-
-
 @dataclass(frozen=True, slots=True)
 class Metrics:
     """What a ``data_file`` records about its columns, keyed by field ID."""
@@ -400,6 +287,37 @@ def leaf_field_ids(arrow_schema: Any) -> list[int | None]:
     return ids
 
 
+def _variant_leaves(arrow_schema: Any) -> dict[int, tuple[int, bool]]:
+    """The leaf columns inside variant groups: column index -> (the group's field ID, whether
+    the leaf is the group's own ``metadata``), in :func:`leaf_field_ids`' order."""
+    owners: dict[int, tuple[int, bool]] = {}
+    count = 0
+
+    def walk(f: Any, owner: int | None, top: bool) -> None:
+        nonlocal count
+        t = f.type
+        raw = (f.metadata or {}).get(FIELD_ID_KEY)
+        if owner is None and raw is not None and is_variant_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), int(raw), t.field(i).name == METADATA)
+        elif pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), owner, False)
+        elif pa.types.is_map(t):
+            walk(t.key_field, owner, False)
+            walk(t.item_field, owner, False)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(t.value_field, owner, False)
+        else:
+            if owner is not None:
+                owners[count] = (owner, top)
+            count += 1
+
+    for f in arrow_schema:
+        walk(f, None, False)
+    return owners
+
+
 def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
                     floats: FloatCollector | None = None, *,
                     file_schema: Any | None = None) -> Metrics:
@@ -410,8 +328,9 @@ def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
     ``file_schema`` is the file's Arrow schema with the IDs to use, for a file written without
     them (the footer's schema with the table's name mapping applied); by default the footer's.
     """
-    ids = leaf_field_ids(metadata.schema.to_arrow_schema() if file_schema is None
-                         else file_schema)
+    arrow_schema = metadata.schema.to_arrow_schema() if file_schema is None else file_schema
+    ids = leaf_field_ids(arrow_schema)
+    variant_leaves = _variant_leaves(arrow_schema)
     if len(ids) != metadata.num_columns:
         raise ValidationError(f"Parquet schema has {metadata.num_columns} columns but "
                               f"{len(ids)} leaf fields")
@@ -424,6 +343,12 @@ def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
     nan_counts = floats.nan_counts if floats is not None else {}
     nans: dict[int, int] = {}
     for column, field_id in enumerate(ids):
+        if field_id is None and column in variant_leaves:
+            owner, is_metadata = variant_leaves[column]
+            if schema.field_by_id(owner) is not None and config.mode(owner).keeps_counts:
+                _variant_counts(metadata, column, owner, is_metadata, sizes=sizes,
+                                values=values, nulls=nulls)
+            continue
         f = schema.field_by_id(field_id) if field_id is not None else None
         mode = config.mode(field_id) if field_id is not None else NONE
         if f is None or field_id is None or not mode.keeps_counts:
@@ -439,6 +364,13 @@ def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
         t = f.field_type
         if not mode.keeps_bounds or not isinstance(t, PrimitiveType) or field_id in in_collection:
             continue
+        if t.type_id is TypeId.GEOMETRY:
+            box = geometry.bounds(chunks)
+            if box is not None:
+                lowers[field_id], uppers[field_id] = box[0].to_bytes(), box[1].to_bytes()
+            continue
+        if t.type_id in UNORDERED:  # geography, variant: no bounds
+            continue
         if floats is not None and t.type_id in _FLOATS:
             low, high = floats.bounds(field_id)
         else:
@@ -451,6 +383,21 @@ def compute_metrics(metadata: Any, schema: Schema, config: MetricsConfig,
             uppers[field_id] = _encode(t, high)
     return Metrics(metadata.num_rows, sizes, values, nulls, nans, lowers, uppers,
                    split_offsets(metadata))
+
+
+def _variant_counts(metadata: Any, column: int, owner: int, is_metadata: bool, *,
+                    sizes: dict[int, int], values: dict[int, int],
+                    nulls: dict[int, int]) -> None:
+    """Add one leaf of variant ``owner`` to its size; its ``metadata`` leaf ("required binary
+    metadata" in the group) gives the variant's value and null counts."""
+    chunks = [metadata.row_group(i).column(column) for i in range(metadata.num_row_groups)]
+    sizes[owner] = sizes.get(owner, 0) + sum(c.total_compressed_size for c in chunks)
+    if not is_metadata:
+        return
+    values[owner] = sum(c.num_values for c in chunks)
+    stats: list[Any] = [c.statistics if c.is_stats_set else None for c in chunks]
+    if all(s is not None and s.has_null_count for s in stats):
+        nulls[owner] = sum(int(s.null_count) for s in stats)
 
 
 def _ids_in_collections(schema: Schema) -> frozenset[int]:
@@ -527,6 +474,9 @@ def _convert_stat(t: PrimitiveType, column: Any, raw: Any, upper: bool) -> Any |
                 micros, rest = divmod(int(raw), 1000)
                 return micros + 1 if upper and rest else micros
             return int(raw) * _UNIT_MICROS[unit]
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS if physical == "INT64":
+            unit = json.loads(column.logical_type.to_json()).get("timeUnit", "")
+            return int(raw) * (1 if unit == "nanoseconds" else 1000 * _UNIT_MICROS[unit])
         case TypeId.STRING:
             return raw if isinstance(raw, str) else bytes(raw).decode()
         case TypeId.UUID:

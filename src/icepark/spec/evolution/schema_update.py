@@ -204,7 +204,8 @@ class SchemaUpdate:
         in_struct = holder_type is None or isinstance(holder_type, StructType)
         new = old
         if field_type is not None and field_type != old.field_type:
-            new = replace(new, field_type=promote(name, old.field_type, field_type))
+            new = replace(new, field_type=promote(name, old.field_type, field_type,
+                                                  self._format_version))
         if doc is not None and doc != old.doc:
             if not in_struct:
                 raise ValidationError(f"{what}: list elements and map keys and values have no doc")

@@ -2,9 +2,10 @@
 the struct defaults re-keyed to follow them.
 
 Spec, *Schema Evolution*: "Valid type promotions are: int to long; float to double; decimal(P, S)
-to decimal(P', S) if P' > P". "Evolving primitive types to structs is not allowed, nor is evolving
-a single-field struct to a primitive." Struct-typed defaults are maps by field ID, so when a
-nested type gets fresh IDs its defaults must be re-keyed to them.
+to decimal(P', S) if P' > P", and in v3 also ``unknown`` to any type and ``date`` to
+``timestamp`` or ``timestamp_ns``. "Evolving primitive types to structs is not allowed, nor
+is evolving a single-field struct to a primitive." Struct-typed defaults are maps by field ID,
+so when a nested type gets fresh IDs its defaults must be re-keyed to them.
 
 >>> from icepark.spec.types import INT, LONG
 >>> promote("n", INT, LONG)
@@ -51,14 +52,33 @@ def map_fields(t: IcebergType, fn: Callable[[NestedField], NestedField]) -> Iceb
             return t
 
 
-def promote(name: str, old: IcebergType, new: IcebergType) -> IcebergType:
-    """``new`` if ``old`` may evolve to it, else an error naming the column and the rule."""
+def promote(name: str, old: IcebergType, new: IcebergType,
+            format_version: int = 2) -> IcebergType:
+    """``new`` if ``old`` may evolve to it in a table of ``format_version``, else an error
+    naming the column and the rule (v3 adds unknown to any type, date to timestamp and
+    timestamp_ns).
+
+    >>> from icepark.spec.types import DATE, TIMESTAMP_NS, UNKNOWN, StructType
+    >>> promote("d", DATE, TIMESTAMP_NS, format_version=3)
+    timestamp_ns
+    >>> promote("u", UNKNOWN, StructType(), format_version=3)
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: Cannot change 'u' from unknown to struct<>: "Evolving \
+primitive types to structs is not allowed"
+
+    As the reference implementation does, ``unknown`` becomes a primitive only: a nested type
+    needs IDs of its own, so such a column is dropped and added again instead.
+    """
     if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
-        if is_promotion_allowed(old, new):
+        if is_promotion_allowed(old, new, format_version):
             return new
+        v3 = ("; format version 3 adds unknown to any type and date to timestamp or "
+              "timestamp_ns" + ("" if format_version >= 3 else
+                                f", and this table is version {format_version}"))
         raise ValidationError(
             f"{promotion_error(old, new)} (column {name!r}): valid promotions are int to long, "
-            "float to double and decimal(P, S) to decimal(P', S) with P' > P")
+            f"float to double and decimal(P, S) to decimal(P', S) with P' > P{v3}")
     if isinstance(old, PrimitiveType):
         raise ValidationError(f"Cannot change {name!r} from {old} to {new}: \"Evolving "
                               "primitive types to structs is not allowed\"")

@@ -84,7 +84,8 @@ def _union_field(update: ColumnChanges, path: tuple[str, ...], ours: NestedField
     new_type: IcebergType | None = None
     match ours.field_type, their.field_type:
         case PrimitiveType() as mine, PrimitiveType() as other:
-            if not is_promotion_allowed(other, mine):  # a narrower type in other keeps ours
+            # a narrower type in other keeps ours (v3's unknown and date too: ours takes them)
+            if not is_promotion_allowed(other, mine, format_version=3):
                 new_type = other  # update_column rejects it unless it is a valid promotion
         case StructType(), StructType() as other:
             _union_struct(update, path, other)
