@@ -433,7 +433,9 @@ def test_invalid_uuid_strings_fail_the_conversion(spark: SparkSession) -> None:
     assert to_iceberg(converted.schema) == odd
 
 
-def test_read_columns_pass_other_columns_through() -> None:
+@pytest.mark.spark
+def test_read_columns_pass_other_columns_through(spark: SparkSession) -> None:
+    """(Building a Column needs an active Spark context.)"""
     schema = Schema.of(NestedField.optional(1, "a", LONG))
     (column,) = read_columns(schema)
     assert str(column) == str(F.col("`a`"))
