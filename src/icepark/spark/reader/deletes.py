@@ -59,6 +59,11 @@ ROW_INDEX = "__icepark_pos"
 FILE_NUMBER = "__icepark_fid"
 """The number of a row's data file: its index among the keys of ``deletes``."""
 _DELETE_ID = "__icepark_did"
+BROADCAST_POSITIONS = 2_000_000
+"""Deleted positions (their files' record counts) up to which the position anti-join
+broadcasts them (about 16 bytes each) instead of shuffling and sorting every data row: Spark
+cannot estimate the size of rows its Python tasks or a join produce, so it would not
+broadcast them by itself."""
 
 
 def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
@@ -109,7 +114,9 @@ def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
         keyed = _apply_positions(spark, keyed, files=positional, paths=paths, deletes=deletes,
                                  delete_ids=delete_ids)
     if vectors:
-        keyed = keyed.join(deletion_vector_rows(spark, vectors, file_io),
+        deleted = deletion_vector_rows(spark, vectors, file_io)
+        small = sum(d.record_count for _, d in vectors) <= BROADCAST_POSITIONS
+        keyed = keyed.join(F.broadcast(deleted) if small else deleted,
                            [FILE_NUMBER, ROW_INDEX], "left_anti")
     for i, (equality_ids, group) in enumerate(groups.items()):
         keyed = _apply_equality(spark, keyed, schema, equality_ids=equality_ids, files=group,
@@ -180,7 +187,8 @@ def _apply_positions(spark: SparkSession, df: DataFrame, *, files: Sequence[Data
     rows = (_delete_rows(spark, read_type, files, delete_ids)
             .join(F.broadcast(scope), [_DELETE_ID, "file_path"])
             .select(FILE_NUMBER, F.col("pos").alias(ROW_INDEX)))
-    return df.join(rows, [FILE_NUMBER, ROW_INDEX], "left_anti")
+    small = sum(d.record_count for d in files) <= BROADCAST_POSITIONS
+    return df.join(F.broadcast(rows) if small else rows, [FILE_NUMBER, ROW_INDEX], "left_anti")
 
 
 def _apply_equality(spark: SparkSession, df: DataFrame, schema: Schema, *,

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icepark.io.arrow.deletes import DeleteCache
+from icepark.io.arrow.deletes import DeleteCache, sorted_unique
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.puffin.deletion_vector import write_deletion_vectors
 from icepark.spark.rowlevel.delete_tasks import WHOLE_COLUMN, NewDeletes, RemovedFile
@@ -73,7 +73,7 @@ def merged_positions(task: DeletionVectorTask, path: str, new: Iterable[Any],
             parts.append(found)
     if not parts:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts))
+    return sorted_unique(np.concatenate(parts))
 
 
 def write_vectors(task: DeletionVectorTask, batches: Iterable[pa.RecordBatch],
