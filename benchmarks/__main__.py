@@ -1,4 +1,5 @@
-"""Run every benchmark: ``make bench`` (or ``python -m benchmarks``) from the project root.
+"""Run every benchmark: ``make bench`` (or ``python -m benchmarks``) from the project root;
+``python -m benchmarks NAME... [--flag ...]`` runs the named ones, each with the flags given.
 
 Each benchmark measures icepark and its baseline side by side in the same run and prints a
 markdown table of times and ratios; copy the tables into benchmarks/RESULTS.md with the date.
@@ -7,18 +8,22 @@ markdown table of times and ratios; copy the tables into benchmarks/RESULTS.md w
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
 
 BENCHMARKS = ["bench_manifest", "bench_commit", "bench_concurrent_commits", "bench_planning",
-              "bench_spark_write", "bench_spark_read", "bench_spark_delete"]
+              "bench_spark_write", "bench_spark_read", "bench_spark_delete",
+              "bench_deletion_vectors"]
 
 
 def main() -> None:
-    chosen = sys.argv[1:] or BENCHMARKS
-    for name in chosen:
+    args = sys.argv[1:]
+    names = list(itertools.takewhile(lambda a: not a.startswith("-"), args))
+    flags = args[len(names):]
+    for name in names or BENCHMARKS:
         module = importlib.import_module(f"benchmarks.{name}")
         print(f"\n## {name}\n")
-        sys.argv = [name]
+        sys.argv = [name, *flags]
         module.main()
 
 
