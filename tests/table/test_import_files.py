@@ -336,7 +336,7 @@ def test_the_duplicate_check_runs_again_after_a_concurrent_commit(
                                 "{path} and has no initial-default to fill it with"),
     (pa.table({"id": [1], "ts": pa.array([1], pa.timestamp("ns", tz="UTC"))}),
      "Cannot add {path}: its column 'ts' holds nanosecond timestamps (or Spark's legacy INT96 "
-     "ones); Iceberg stores timestamps in microseconds, so rewrite the file with microsecond "
+     "ones) and the table's column is not timestamp_ns; rewrite the file with microsecond "
      "timestamps (in Spark: spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS)"),
 ])
 def test_incompatible_files_are_refused_naming_file_and_column(
@@ -510,3 +510,25 @@ def test_files_partitioned_differently_cannot_make_one_table(catalog: BaseCatalo
     assert str(e.value) == (f"Cannot make one table of {tmp_path / 'src'}: its files are not "
                             f"partitioned alike ({b} is in directories none, {a} in dt=...)")
     assert not catalog.table_exists("db.t")
+
+
+def test_nanosecond_files_join_a_v3_tables_timestamp_ns_columns_only(
+        catalog: BaseCatalog, tmp_path: Path) -> None:
+    """A v3 table created from an Arrow schema with nanosecond timestamps has a
+    ``timestamp_ns`` column, takes files of them exactly, and a microsecond column still
+    refuses them."""
+    nanos = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                       pa.field("ts", pa.timestamp("ns", tz="UTC"))])
+    table = catalog.create_table("db.ns", nanos, format_version=3)
+    assert str(table.schema().find_field("ts").field_type) == "timestamptz_ns"
+    stamp = 1_709_251_200_123_456_789
+    path = write(tmp_path / "ns" / "a.parquet", pa.table(
+        {"id": [1], "ts": pa.array([stamp], pa.timestamp("ns", tz="UTC"))}, schema=nanos))
+    add_files(table, [path])
+    got = table.refresh().scan().to_arrow()
+    assert got.column("ts").cast(pa.int64()).to_pylist() == [stamp]
+    micros = catalog.create_table("db.us", nanos.set(1, pa.field("ts", pa.timestamp("us"))),
+                                  format_version=3)
+    with pytest.raises(ValidationError, match="holds nanosecond timestamps .* not "
+                                              "timestamp_ns"):
+        add_files(micros, [path])

@@ -8,11 +8,20 @@ import pytest
 
 from icepark.errors import CommitFailed, ValidationError
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.partitioning import PartitionSpecBuilder
+from icepark.spec.partitioning import PartitionField, PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary
 from icepark.spec.sorting import SortOrderBuilder
-from icepark.spec.types import LONG, STRING, TIMESTAMP, NestedField, StructType
+from icepark.spec.transforms import Transform
+from icepark.spec.types import (
+    DATE,
+    LONG,
+    STRING,
+    TIMESTAMP,
+    TIMESTAMP_NS,
+    NestedField,
+    StructType,
+)
 from icepark.table.change import updates as u
 from icepark.table.change.metadata_builder import MetadataBuilder
 
@@ -167,3 +176,53 @@ def test_requirements() -> None:
         u.SetSnapshotRef("main", SnapshotRef.branch(1))).build()
     with pytest.raises(CommitFailed, match="created concurrently"):
         u.check_requirement(u.AssertRefSnapshotId("main", None), with_main)
+
+
+# ------------------------------------------------------------------ format version 3 rules
+
+
+DATES = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(2, "d", DATE),
+                  NestedField.optional(3, "e", DATE))
+
+
+def _promoted(md: TableMetadata, name: str) -> TableMetadata:
+    schema = Schema(tuple(f if f.name != name else NestedField(
+        f.field_id, f.name, TIMESTAMP, f.is_required) for f in md.schema().fields))
+    return MetadataBuilder(md).apply_all([u.AddSchema(schema, md.last_column_id),
+                                          u.SetCurrentSchema(u.LAST_ADDED)]).build()
+
+
+def test_v3_types_need_a_v3_table() -> None:
+    """Spec (v3), *Primitive Types*: "using v3 types in v1 or v2 tables can break forward
+    compatibility"."""
+    schema = Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS))
+    with pytest.raises(ValidationError, match="needs format version 3"):
+        MetadataBuilder.new_table(schema, "/t", format_version=2)
+    md, _ = MetadataBuilder.new_table(schema, "/t", format_version=3)
+    assert md.schema().fields[0].field_type == TIMESTAMP_NS
+
+
+def test_date_promotion_is_refused_where_a_partition_value_would_change() -> None:
+    """"Type promotion is not allowed for a field that is referenced by source-id or
+    source-ids of a partition field if the partition transform would produce a different
+    value after promoting the type": identity and bucket of a date do, day does not."""
+    spec = PartitionSpecBuilder(DATES).identity("d").day("e").build()
+    md, _ = MetadataBuilder.new_table(DATES, "/t", spec=spec, format_version=3)
+    assert _promoted(md, "e").schema().find_field("e").field_type == TIMESTAMP
+    with pytest.raises(ValidationError, match=r"Cannot promote column 'd' from date to "
+                                              r"timestamp: partition field 'd' \(identity\)"):
+        _promoted(md, "d")
+
+
+def test_multi_argument_fields_keep_their_sources() -> None:
+    """A new table rebinds every ``source-ids`` column, and none of them can be dropped
+    while the default spec or sort order uses it."""
+    spec = PartitionSpec(0, (PartitionField.of_sources((2, 3), 1000, Transform.unknown("zorder"),
+                                                       "de_zorder"),))
+    md, _ = MetadataBuilder.new_table(DATES, "/t", spec=spec, format_version=3)
+    assert md.spec().fields[0].sources == (2, 3)
+    without_e = Schema(tuple(f for f in md.schema().fields if f.name != "e"))
+    with pytest.raises(ValidationError, match="Cannot drop the column with ID 3: the partition "
+                                              "field 'de_zorder' uses it"):
+        MetadataBuilder(md).apply_all([u.AddSchema(without_e, md.last_column_id),
+                                       u.SetCurrentSchema(u.LAST_ADDED)]).build()

@@ -319,7 +319,7 @@ class BaseCatalog(ABC):
         ``"ts desc, id"``.
         """
         ident = table_identifier(identifier)
-        iceberg_schema = to_schema(schema, keep_field_ids)
+        iceberg_schema = to_schema(schema, keep_field_ids, format_version)
         spec = _partition_spec(partition_spec, iceberg_schema)
         order = _sort_order(sort_order, iceberg_schema)
         self._require_namespace(ident[:-1])

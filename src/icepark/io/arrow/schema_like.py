@@ -51,16 +51,19 @@ def register(schema_type: type, converter: Converter) -> None:
     _CONVERTERS[schema_type] = converter
 
 
-def to_schema(schema: SchemaLike, keep_field_ids: bool = False) -> Schema:
+def to_schema(schema: SchemaLike, keep_field_ids: bool = False,
+              format_version: int = 2) -> Schema:
     """The Iceberg schema of ``schema``, with fresh field IDs unless ``keep_field_ids``.
 
     An icepark ``Schema`` is returned as it is (a new table renumbers it unless asked not to);
-    an Arrow or Spark schema asked to keep its IDs must carry one on every field.
+    an Arrow or Spark schema asked to keep its IDs must carry one on every field. Arrow's
+    nanosecond timestamps, null, variant and WKB columns become the v3 types in a table of
+    ``format_version`` 3.
     """
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, pa.Schema):
-        return _from_arrow(schema, keep_field_ids)
+        return _from_arrow(schema, keep_field_ids, format_version)
     converter = _converter(type(schema))
     if converter is None:
         raise ValidationError("A table schema must be an icepark Schema, a pyarrow.Schema or a "
@@ -68,14 +71,14 @@ def to_schema(schema: SchemaLike, keep_field_ids: bool = False) -> Schema:
     return converter(schema, keep_field_ids)
 
 
-def _from_arrow(schema: pa.Schema, keep_field_ids: bool) -> Schema:
+def _from_arrow(schema: pa.Schema, keep_field_ids: bool, format_version: int) -> Schema:
     if not keep_field_ids:
-        return infer_schema(schema)
+        return infer_schema(schema, format_version=format_version)
     if not any((f.metadata or {}).get(FIELD_ID_KEY) for f in schema):
         raise ValidationError("keep_field_ids=True, but the Arrow schema carries no field IDs "
                               f"({FIELD_ID_KEY.decode()} metadata); leave it False to assign "
                               "fresh IDs")
-    return from_arrow_schema(schema)
+    return from_arrow_schema(schema, format_version=format_version)
 
 
 def _converter(schema_type: type) -> Converter | None:

@@ -27,10 +27,11 @@ from icepark.spec.metadata import (
 )
 from icepark.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from icepark.spec.properties import int_property
-from icepark.spec.schema import Schema, fresh_schema, index_by_id
+from icepark.spec.schema import Schema, check_format_version_types, fresh_schema, index_by_id
 from icepark.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
 from icepark.spec.sorting import UNSORTED, SortField, SortOrder
-from icepark.spec.types import MAX_FIELD_ID
+from icepark.spec.transforms import TransformKind
+from icepark.spec.types import DATE, MAX_FIELD_ID
 from icepark.table.change import updates as u
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
@@ -206,6 +207,8 @@ class MetadataBuilder:
                 f"\"Iceberg tables must not use field ids greater than {MAX_FIELD_ID}\"")
         if f["format_version"] < 3:
             _check_no_defaults(schema, f["format_version"])
+            check_format_version_types(schema, f["format_version"])
+        _check_partition_promotions(f, schema)
         f["last_column_id"] = last_column_id
         for existing in f["schemas"]:
             if existing.same_columns(schema):
@@ -400,30 +403,74 @@ def _check_no_defaults(schema: Schema, format_version: int) -> None:
 
 def _check_bound(f: Mapping[str, Any], schema: Schema) -> None:
     """The default spec and sort order must still bind to the current schema, so a column
-    they use cannot be dropped while they use it."""
+    they use (any of a multi-argument field's ``source-ids``) cannot be dropped while they use
+    it."""
     spec = next(s for s in f["partition_specs"] if s.spec_id == f["default_spec_id"])
     for pf in spec.fields:
-        if schema.field_by_id(pf.source_id) is None and not pf.transform.is_void:
-            raise ValidationError(
-                f"Cannot drop the column with ID {pf.source_id}: the partition field "
-                f"{pf.name!r} uses it; remove the partition field first")
+        for source in pf.sources:
+            if schema.field_by_id(source) is None and not pf.transform.is_void:
+                raise ValidationError(
+                    f"Cannot drop the column with ID {source}: the partition field "
+                    f"{pf.name!r} uses it; remove the partition field first")
     order = next(o for o in f["sort_orders"] if o.order_id == f["default_sort_order_id"])
     for sf in order.fields:
-        if schema.field_by_id(sf.source_id) is None:
-            raise ValidationError(
-                f"Cannot drop the column with ID {sf.source_id}: the default sort order uses "
-                "it; replace the sort order first")
+        for source in sf.sources:
+            if schema.field_by_id(source) is None:
+                raise ValidationError(
+                    f"Cannot drop the column with ID {source}: the default sort order uses "
+                    "it; replace the sort order first")
+
+
+_DATE_PROMOTION_SAFE = frozenset({TransformKind.YEAR, TransformKind.MONTH, TransformKind.DAY,
+                                  TransformKind.VOID})
+"""Transforms whose value of a date equals their value of that date's midnight timestamp."""
+
+
+def _check_partition_promotions(f: Mapping[str, Any], schema: Schema) -> None:
+    """Spec (v3), *Schema Evolution*: "Type promotion is not allowed for a field that is
+    referenced by ``source-id`` or ``source-ids`` of a partition field if the partition
+    transform would produce a different value after promoting the type", which "may happen
+    for ... ``date`` to ``timestamp`` or ``timestamp_ns``" (an identity or bucket of a date
+    differs from that of its timestamp; year, month and day do not). Every spec counts: older
+    files keep the values their spec gave them."""
+    current = next((s for s in f["schemas"] if s.schema_id == f["current_schema_id"]), None)
+    if current is None:
+        return
+    for spec in f["partition_specs"]:
+        for pf in spec.fields:
+            if pf.transform.kind in _DATE_PROMOTION_SAFE:
+                continue
+            for source in pf.sources:
+                old, new = current.field_by_id(source), schema.field_by_id(source)
+                if (old is not None and new is not None and old.field_type == DATE
+                        and new.field_type != DATE):
+                    raise ValidationError(
+                        f"Cannot promote column {old.name!r} from date to {new.field_type}: "
+                        f"partition field {pf.name!r} ({pf.transform}) of spec {spec.spec_id} "
+                        "would give its rows other values (\"Type promotion is not allowed "
+                        "for a field that is referenced by source-id or source-ids of a "
+                        "partition field if the partition transform would produce a different "
+                        "value\")")
+
+
+def _rebound(ids: tuple[int, ...], old: Schema, new: Schema, what: str) -> tuple[int, ...]:
+    """Column IDs of ``old`` as the IDs of the same columns (by name) in ``new``."""
+    out = []
+    for source in ids:
+        name = old.find_column_name(source)
+        if name is None:
+            raise ValidationError(f"{what} has unknown source column {source}")
+        out.append(new.find_field(name).field_id)
+    return tuple(out)
 
 
 def _rebind_spec(spec: PartitionSpec, old: Schema, new: Schema) -> PartitionSpec:
     fields = []
     for position, pf in enumerate(spec.fields):
-        name = old.find_column_name(pf.source_id)
-        if name is None:
-            raise ValidationError(f"Partition field {pf.name!r} has unknown source column "
-                                  f"{pf.source_id}")
-        fields.append(PartitionField(new.find_field(name).field_id,
-                                     PARTITION_FIELD_ID_START + position, pf.transform, pf.name))
+        sources = _rebound(pf.sources, old, new, f"Partition field {pf.name!r}")
+        fields.append(PartitionField(sources[0], PARTITION_FIELD_ID_START + position,
+                                     pf.transform, pf.name,
+                                     sources if pf.is_multi_argument else ()))
     return PartitionSpec(0, tuple(fields))
 
 
@@ -432,9 +479,7 @@ def _rebind_order(order: SortOrder, old: Schema, new: Schema) -> SortOrder:
         return UNSORTED
     fields = []
     for sf in order.fields:
-        name = old.find_column_name(sf.source_id)
-        if name is None:
-            raise ValidationError(f"Sort field has unknown source column {sf.source_id}")
-        fields.append(SortField(new.find_field(name).field_id, sf.transform, sf.direction,
-                                sf.null_order))
+        sources = _rebound(sf.sources, old, new, "Sort field")
+        fields.append(SortField(sources[0], sf.transform, sf.direction, sf.null_order,
+                                sources if sf.is_multi_argument else ()))
     return SortOrder(1, tuple(fields))

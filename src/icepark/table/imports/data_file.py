@@ -53,7 +53,7 @@ from icepark.spec.manifest import DataFile, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionField, PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.types import PrimitiveType
+from icepark.spec.types import PrimitiveType, TypeId
 from icepark.table.imports.partition_text import HIVE_NULL, parse_partition_text
 from icepark.table.imports.sources import SourceFile
 
@@ -171,17 +171,27 @@ def _check_columns(annotated: Any, schema: Schema, location: str, mapped_by: str
             raise ValidationError(f"Cannot add {location}: its column {path!r} has field ID "
                                   f"{fid}, which is not in the table's schema")
         present.add(fid)
-    check_timestamps(annotated, location)
+    check_timestamps(annotated, location, schema)
     return present
 
 
-def check_timestamps(arrow_schema: Any, location: str) -> None:
-    """Refuse a file with nanosecond timestamps: Iceberg's are microseconds."""
+_NANOS = frozenset({TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS})
+
+
+def check_timestamps(arrow_schema: Any, location: str, schema: Schema | None = None) -> None:
+    """Refuse a file with nanosecond timestamps, but in the columns of ``schema`` (a v3
+    table's, the file's columns matched by field ID) that are ``timestamp_ns`` or
+    ``timestamptz_ns``: other timestamps are microseconds."""
     for path, f in _fields(arrow_schema):
-        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
+        if not (pa.types.is_timestamp(f.type) and f.type.unit == "ns"):
+            continue
+        fid = field_id_of(f)
+        column = None if schema is None or fid is None else schema.field_by_id(fid)
+        if column is None or not (isinstance(column.field_type, PrimitiveType)
+                                  and column.field_type.type_id in _NANOS):
             raise ValidationError(
                 f"Cannot add {location}: its column {path!r} holds nanosecond timestamps (or "
-                "Spark's legacy INT96 ones); Iceberg stores timestamps in microseconds, so "
+                "Spark's legacy INT96 ones) and the table's column is not timestamp_ns; "
                 "rewrite the file with microsecond timestamps (in Spark: "
                 "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS)")
 
