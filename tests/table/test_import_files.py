@@ -529,6 +529,6 @@ def test_nanosecond_files_join_a_v3_tables_timestamp_ns_columns_only(
     assert got.column("ts").cast(pa.int64()).to_pylist() == [stamp]
     micros = catalog.create_table("db.us", nanos.set(1, pa.field("ts", pa.timestamp("us"))),
                                   format_version=3)
-    with pytest.raises(ValidationError, match="holds nanosecond timestamps .* not "
-                                              "timestamp_ns"):
+    with pytest.raises(ValidationError, match=r"holds nanosecond timestamps .* not "
+                                              r"timestamp_ns"):
         add_files(micros, [path])
