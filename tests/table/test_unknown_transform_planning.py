@@ -56,6 +56,7 @@ from icepark.spec.serde.specs_json import partition_fields_to_json
 from icepark.spec.snapshots import Operation, Snapshot, Summary
 from icepark.spec.transforms import Transform
 from icepark.spec.types import BINARY, INT, NestedField
+from icepark.table.inspect.tables import metadata_table
 from icepark.table.table import Table
 
 EXAMPLE = json.loads((Path(__file__).resolve().parents[1] / "spec" / "serde_examples"
@@ -226,6 +227,15 @@ def test_partition_metadata_column_leaves_unknown_fields_out(made: Made) -> None
     assert result.schema.field("_partition").type == pa.struct(
         [pa.field("cat", pa.string())])
     assert result.column("_partition").to_pylist() == [{"cat": "x"}]
+
+
+def test_metadata_tables_leave_unknown_fields_out_of_partition(made: Made) -> None:
+    files = metadata_table(made.table, "files")
+    assert files.schema.field("partition").type == pa.struct([pa.field("cat", pa.string())])
+    # three data files and the equality delete file
+    assert sorted(r["cat"] for r in files.column("partition").to_pylist()) == ["x", "x", "x", "y"]
+    for name in ("entries", "partitions"):
+        assert metadata_table(made.table, name).num_rows > 0
 
 
 def test_appends_are_refused_before_any_file_is_written(made: Made) -> None:

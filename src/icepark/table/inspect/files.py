@@ -209,12 +209,15 @@ def table_partition_type(metadata: TableMetadata) -> StructType:
     The name and type of a field come from the newest spec that has it with a transform other
     than ``void`` (v1 tables drop fields by making them void). Two specs giving one field ID
     different result types is an error; a name used by two field IDs is kept by the newer one
-    and the older one gets ``_<field ID>`` appended.
+    and the older one gets ``_<field ID>`` appended. A field with a transform icepark does not
+    know is left out (the type of its values is not known), as in ``_partition``.
     """
     found: dict[int, tuple[NestedField, bool]] = {}  # field ID -> (field, is void)
     for spec in sorted(metadata.partition_specs, key=lambda s: s.spec_id, reverse=True):
         ptype = spec_partition_type(metadata, spec)
         for pf, nf in zip(spec.fields, ptype.fields, strict=True):
+            if pf.transform.is_unknown:
+                continue
             known = found.get(pf.field_id)
             is_void = pf.transform.is_void
             if known is None or (known[1] and not is_void):
@@ -239,7 +242,7 @@ def partition_coercer(metadata: TableMetadata,
     such field)."""
     positions = {f.field_id: i for i, f in enumerate(ptype.fields)}
     width = len(ptype.fields)
-    layouts = {spec.spec_id: [positions[f.field_id] for f in spec.fields]
+    layouts = {spec.spec_id: [positions.get(f.field_id) for f in spec.fields]
                for spec in metadata.partition_specs}
 
     def coerce(data_file: DataFile) -> tuple[Any, ...]:
@@ -249,7 +252,8 @@ def partition_coercer(metadata: TableMetadata,
                                   f"partition spec of the table (spec {data_file.spec_id})")
         out: list[Any] = [None] * width
         for position, value in zip(layout, data_file.partition, strict=True):
-            out[position] = value
+            if position is not None:  # None: a field left out of the type (unknown transform)
+                out[position] = value
         return tuple(out)
 
     return coerce
