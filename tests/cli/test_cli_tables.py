@@ -77,6 +77,18 @@ def test_create_from_schema_json_and_describe(icepark_cli: Run, tmp_path: Path,
     assert json_out(inline)["created"] == "db.small"
     assert str(default_catalog.load_table("db.small").schema().fields[0]) == (
         "1: x: optional decimal(9,2)")  # fresh IDs
+    assert doc["next_row_id"] is None and "next row ID" not in text.stdout
+
+
+def test_describe_shows_a_v3_tables_next_row_id(icepark_cli: Run,
+                                                default_catalog: BaseCatalog) -> None:
+    created = icepark_cli("create", "db.v3", "--format-version", "3", "--schema",
+                          '{"type": "struct", "fields": [{"id": 1, "name": "id", '
+                          '"required": true, "type": "long"}]}')
+    assert created.returncode == 0, created.stderr
+    default_catalog.load_table("db.v3").append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    assert "next row ID: 2" in icepark_cli("describe", "db.v3").stdout
+    assert json_out(icepark_cli("describe", "db.v3", "--json"))["next_row_id"] == 2
 
 
 def test_properties_rename_and_drop(icepark_cli: Run, tmp_path: Path,

@@ -160,6 +160,11 @@ def describe(args: argparse.Namespace, out: Output) -> int:
                  *(f"  {k} = {v}" for k, v in sorted(table.properties.items())),
                  f"current snapshot: {snapshot_line(current) if current else 'none'}",
                  f"snapshots: {len(md.snapshots)}"]
+        if md.next_row_id is not None:
+            lines.append(f"next row ID: {md.next_row_id}")
+        if md.statistics or md.partition_statistics:
+            lines.append(f"statistics files: {len(md.statistics)} table, "
+                         f"{len(md.partition_statistics)} partition")
         return "\n".join(lines)
 
     out.document({
@@ -173,6 +178,7 @@ def describe(args: argparse.Namespace, out: Output) -> int:
         "current_snapshot": (snapshot_to_json(current, md.format_version)
                              if current else None),
         "snapshot_count": len(md.snapshots),
+        "next_row_id": md.next_row_id,
     }, text)
     return 0
 
