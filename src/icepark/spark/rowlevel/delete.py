@@ -77,6 +77,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LINEAGE_FIELDS
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table.scan.delete_index import referenced_data_file
 from icepark.table.scan.tasks import FileScanTask
 from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.validation import (
@@ -337,13 +338,6 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     return DeleteResult(deleted, len(removed), 0, len(files), head_id(table.metadata, branch))
 
 
-def _single_file(delete_file: DataFile) -> str | None:
-    """The one data file a position delete file deletes rows of, if it says so."""
-    from icepark.table.scan.delete_index import referenced_data_file  # noqa: PLC0415
-
-    return referenced_data_file(delete_file)
-
-
 def _replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
                       ) -> list[DataFile]:
     """The live deletes that new deletion vectors replace: "there can be at most one deletion
@@ -359,7 +353,7 @@ def _replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
             continue
         for d in task.delete_files:
             if d.is_deletion_vector or (d.content is FileContent.POSITION_DELETES
-                                        and _single_file(d) == task.data_file.file_path):
+                                        and referenced_data_file(d) == task.data_file.file_path):
                 out[d.entry_key] = d
     return list(out.values())
 
