@@ -280,8 +280,10 @@ class SnapshotProducer(ABC):
         location = LocationProvider.of(base).manifest_list_location(
             attempt.snapshot_id, attempt.number, self.commit_uuid)
         first_row_id = added_rows = None
-        if base.format_version >= 3:  # *Snapshot Row IDs*: "assigned to the table's current
-            first_row_id = base.next_row_id or 0  # next-row-id on each commit attempt"
+        if base.format_version >= 3:
+            # *Snapshot Row IDs*: "A snapshot's first-row-id is assigned to the table's current
+            # next-row-id on each commit attempt"
+            first_row_id = base.next_row_id or 0
             manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
         self._written.append(location)
         write_manifest_list(self._io, location, base.format_version, attempt.snapshot_id,
