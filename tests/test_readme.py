@@ -43,6 +43,12 @@ events = spark.read.format("icepark").load("db.events")
 assert events.filter("event_kind = 'spam'").count() == 100, "spam rows left"
 assert [f.name for f in table.schema().fields] == ["id", "event_kind", "ts", "country"]
 assert catalog.table_exists("db.copy")
+# the v3 table: a deletion vector for the spam, a row ID on every row
+v3 = catalog.load_table("db.v3")
+assert v3.metadata.next_row_id == 1000, v3.metadata.next_row_id
+lineage = ips.read(spark, v3, metadata_columns=["_row_id"])
+assert lineage.count() == 900 and lineage.filter("_row_id IS NULL").count() == 0
+assert int(v3.current_snapshot().summary.properties["added-dvs"]) >= 1
 print("README OK", events.count())
 """
 
