@@ -16,7 +16,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.catalog import BaseCatalog, load_catalog
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import ValidationError
 from icepark.io.arrow.transforms import to_python_values
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spark.writer.write import JOB_ID_PROPERTY, write
@@ -274,14 +274,15 @@ def test_nested_struct_list_map(spark: SparkSession, catalog: BaseCatalog) -> No
         assert_field_ids_everywhere(f.file_path)
 
 
-def test_v3_tables_refuse_spark_writes_before_any_file(spark: SparkSession,
-                                                       catalog: BaseCatalog) -> None:
+def test_v3_spark_writes_fill_write_defaults_and_assign_row_ids(spark: SparkSession,
+                                                                catalog: BaseCatalog) -> None:
     schema = Schema.of(NestedField.required(1, "id", LONG),
                        NestedField.required(2, "region", STRING, write_default="eu"))
     table = catalog.create_table("db.v3", schema, format_version=3)
-    with pytest.raises(UnsupportedFeature, match="format version 3 table is not supported yet"):
-        write(spark.createDataFrame([(1,), (2,)], "id long"), table)
-    assert data_files_on_disk(table) == []
+    table = write(spark.createDataFrame([(1,), (2,)], "id long"), table)
+    assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "region": "eu"}, {"id": 2, "region": "eu"}]
+    assert table.metadata.next_row_id == 2
 
 
 @pytest.mark.parametrize(("ddl", "match"), [

@@ -89,13 +89,19 @@ def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
         spark: SparkSession, table: TableLike, row_filter: str | Expr | None = None,
         columns: Sequence[str] | None = None, snapshot_id: int | None = None,
         as_of_timestamp: int | None = None, ref: str | None = None, *,
-        metadata_columns: Sequence[str] = ()) -> DataFrame:
+        metadata_columns: Sequence[str] = (), timestamp_ns: str | None = None) -> DataFrame:
     """The rows of ``table`` matching ``row_filter`` (``"kind = 'click' AND id > 5"``), with
     ``columns`` (all by default), at the current snapshot or one chosen by ``snapshot_id``,
     ``as_of_timestamp`` (milliseconds) or ``ref`` (a branch or tag), then the
     ``metadata_columns`` asked for: ``_file``, ``_pos``, ``_spec_id`` and, on format
     version 3 tables, the row lineage columns ``_row_id`` and
     ``_last_updated_sequence_number``.
+
+    Spark has no nanosecond timestamp: a ``timestamp_ns``/``timestamptz_ns`` column is read
+    only as ``timestamp_ns`` says -- ``"micros"``, Spark timestamps truncated toward negative
+    infinity, or ``"nanos"``, exact ``bigint`` nanoseconds since the epoch; by default
+    (``"error"``, or the session's ``spark.icepark.read.timestamp-ns``) such a read is
+    refused, never silently truncated. Filters on those columns are exact either way.
 
     Only the planned files and needed columns are read, by Spark's own Parquet reader, with
     deletes applied (:func:`icepark.spark.reader.read.read`).
@@ -104,21 +110,23 @@ def read(  # noqa: PLR0917 - the order of icepark.spark.reader.read.read
     from icepark.spark.tables import resolve  # noqa: PLC0415
 
     return read_table(spark, resolve(spark, table), row_filter, columns, snapshot_id,
-                      as_of_timestamp, ref, metadata_columns=metadata_columns)
+                      as_of_timestamp, ref, metadata_columns=metadata_columns,
+                      timestamp_ns=timestamp_ns)
 
 
 def read_incremental(  # noqa: PLR0917 - the order of icepark.spark.reader.read
         spark: SparkSession, table: TableLike, from_snapshot_id: int | None,
         to_snapshot_id: int | None = None, row_filter: str | Expr | None = None,
-        columns: Sequence[str] | None = None) -> DataFrame:
+        columns: Sequence[str] | None = None, *, timestamp_ns: str | None = None) -> DataFrame:
     """The rows appended after ``from_snapshot_id`` (exclusive) up to ``to_snapshot_id``
     (inclusive; the current snapshot by default): appends only
-    (:func:`icepark.spark.reader.read.read_incremental`)."""
+    (:func:`icepark.spark.reader.read.read_incremental`); ``timestamp_ns`` as for
+    :func:`read`."""
     from icepark.spark.reader.read import read_incremental as appended  # noqa: PLC0415
     from icepark.spark.tables import resolve  # noqa: PLC0415
 
     return appended(spark, resolve(spark, table), from_snapshot_id, to_snapshot_id,
-                    row_filter, columns)
+                    row_filter, columns, timestamp_ns=timestamp_ns)
 
 
 def write(df: DataFrame, table: TableLike, mode: str = "append", *,

@@ -8,6 +8,11 @@ are evaluated ... using the same semantics as the row filter"). A predicate that
 translated raises :class:`~icepark.errors.UnsupportedFeature` naming it; constants stay Python
 bools so callers can skip a filter that is always true.
 
+Conditions apply to the read layout (:func:`icepark.spark.schema.read_schema`), where a
+``timestamp_ns``/``timestamptz_ns`` column is its exact ``LongType`` nanoseconds, so a filter
+on one compares every digit, whatever the read returns afterwards; its literals are
+nanoseconds too.
+
 >>> from icepark.expressions.bound import bind, rewrite_not
 >>> from icepark.expressions import parse
 >>> from icepark.spec.types import LONG, NestedField
@@ -103,8 +108,10 @@ def field_path(schema: Schema, field_id: int) -> list[str]:
 
 def spark_literal(t: Any, value: Any) -> Column:
     """An Iceberg value (:mod:`icepark.spec.values` form) of type ``t`` as a Spark literal
-    in the read layout (uuid as its 16 bytes)."""
+    in the read layout (uuid as its 16 bytes, nanosecond timestamps as long nanoseconds)."""
     match t.type_id:
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            return F.lit(value).cast(T.LongType())
         case TypeId.DATE:
             return F.lit(_EPOCH + dt.timedelta(days=value))
         case TypeId.TIMESTAMPTZ:

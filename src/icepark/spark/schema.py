@@ -36,6 +36,20 @@ Type mapping (the *table layout*, what DataFrames of a table look like):
   :func:`file_columns` is the inverse, for writers that need the 16 bytes.
 * fixed(L) is ``BinaryType`` marked ``icepark.type: fixed[L]`` (Spark has no fixed-length binary;
   its reader reads ``FIXED_LEN_BYTE_ARRAY`` as binary).
+* The v3 types (spec, *Primitive Types* and *Semi-structured Types*):
+
+  * timestamp_ns and timestamptz_ns are marked ``icepark.type`` and held as Spark
+    timestamps (``TimestampNTZType``, ``TimestampType``: microseconds, the form writes take)
+    or, with ``timestamp_ns="nanos"``, as ``LongType`` nanoseconds since the epoch; the read
+    layout is always the ``LongType`` Spark's Parquet reader reads ``TIMESTAMP(NANOS)`` as
+    exactly, and :func:`read_columns` converts (:mod:`icepark.spark.nanos`);
+  * unknown is ``NullType`` ("Must be optional with ``null`` defaults; not stored in data
+    files"); the reader never reads it from a file (:mod:`icepark.spark.reader.files`);
+  * variant is ``VariantType``: measured on 4.3, Spark's Parquet reader reads the spec's
+    ``group`` of ``metadata`` and ``value`` (and shredded groups) by the group's field ID;
+  * geometry and geography are ``GeometryType``/``GeographyType`` where Spark has their CRS,
+    else ``BinaryType`` WKB, marked ``icepark.type`` (:mod:`icepark.spark.geo`).
+
 * list is ``ArrayType(containsNull=not element_required)``, map is
   ``MapType(valueContainsNull=not value_required)`` (Spark map keys are never null: "Map keys
   are required"), struct is ``StructType``; ``nullable`` is ``not required``.
@@ -56,7 +70,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -69,11 +82,12 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.io.arrow import schema_like
 from icepark.io.arrow.transforms import from_python_values
+from icepark.spark import geo
+from icepark.spark.nanos import NANO_TYPES, micros_column
 from icepark.spec.schema import (
     Schema,
     SchemaVisitor,
     assign_fresh_ids,
-    check_v3_types,
     index_by_name,
     visit,
 )
@@ -89,7 +103,8 @@ from icepark.spec.types import (
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
-    UUID,
+    UNKNOWN,
+    VARIANT,
     IcebergType,
     ListType,
     MapType,
@@ -113,6 +128,9 @@ KEY = "icepark.key"
 VALUE = "icepark.value"
 
 Layout = Literal["table", "read"]
+Nanos = Literal["micros", "nanos"]
+"""How the table layout holds ``timestamp_ns``/``timestamptz_ns``: Spark timestamps (whole
+microseconds) or ``LongType`` nanoseconds (:mod:`icepark.spark.nanos`)."""
 _Meta = dict[str, Any]
 
 _PRIMITIVES: Mapping[TypeId, T.DataType] = {
@@ -127,36 +145,46 @@ _PRIMITIVES: Mapping[TypeId, T.DataType] = {
     TypeId.TIMESTAMPTZ: T.TimestampType(),
     TypeId.STRING: T.StringType(),
     TypeId.BINARY: T.BinaryType(),
+    TypeId.UNKNOWN: T.NullType(),
+    TypeId.VARIANT: T.VariantType(),
 }
+_MICROS_TYPES: Mapping[TypeId, T.DataType] = {
+    TypeId.TIMESTAMP_NS: T.TimestampNTZType(), TypeId.TIMESTAMPTZ_NS: T.TimestampType()}
 
 
-def to_spark(schema: Schema | StructType) -> T.StructType:
-    """The table layout of ``schema``: a ``StructType`` with every ID in field metadata."""
-    return _struct_to_spark(schema, "table")
+def to_spark(schema: Schema | StructType, *, timestamp_ns: Nanos = "micros") -> T.StructType:
+    """The table layout of ``schema``: a ``StructType`` with every ID in field metadata;
+    nanosecond timestamps as ``timestamp_ns`` says (:data:`Nanos`)."""
+    return _struct_to_spark(schema, "table", timestamp_ns)
 
 
 def read_schema(schema: Schema | StructType) -> T.StructType:
     """The read layout of ``schema``, to pass to ``spark.read.schema(...)``: as
-    :func:`to_spark`, but uuid is ``BinaryType`` (what Spark's Parquet reader can read)."""
-    return _struct_to_spark(schema, "read")
+    :func:`to_spark`, but uuid is ``BinaryType`` and nanosecond timestamps are ``LongType``
+    (what Spark's Parquet reader can read)."""
+    return _struct_to_spark(schema, "read", "nanos")
 
 
-def to_spark_type(t: IcebergType, layout: Layout = "table") -> T.DataType:
+def to_spark_type(t: IcebergType, layout: Layout = "table", *,
+                  timestamp_ns: Nanos = "micros") -> T.DataType:
     """The Spark type of an Iceberg type (metadata only on the struct fields inside it).
 
     >>> to_spark_type(PrimitiveType.decimal(9, 2)).simpleString()
     'decimal(9,2)'
+    >>> from icepark.spec.types import TIMESTAMP_NS
+    >>> to_spark_type(TIMESTAMP_NS), to_spark_type(TIMESTAMP_NS, "read")
+    (TimestampNTZType(), LongType())
     """
-    data_type, _ = visit(t, _ToSpark(layout))
+    data_type, _ = visit(t, _ToSpark(layout, nanos=timestamp_ns))
     assert isinstance(data_type, T.DataType)
     return data_type
 
 
-def _struct_to_spark(schema: Schema | StructType, layout: Layout) -> T.StructType:
-    check_v3_types(schema, "read or write")
+def _struct_to_spark(schema: Schema | StructType, layout: Layout, nanos: Nanos) -> T.StructType:
     identifiers = schema.identifier_field_ids if isinstance(schema, Schema) else ()
     struct = schema.as_struct() if isinstance(schema, Schema) else schema
-    result, _ = visit(struct, _ToSpark(layout, {fid: i for i, fid in enumerate(identifiers)}))
+    result, _ = visit(struct, _ToSpark(layout, {fid: i for i, fid in enumerate(identifiers)},
+                                       nanos))
     assert isinstance(result, T.StructType)
     return result
 
@@ -167,9 +195,11 @@ _Result = tuple[Any, _Meta]
 
 
 class _ToSpark(SchemaVisitor[_Result]):
-    def __init__(self, layout: Layout, identifiers: Mapping[int, int] | None = None) -> None:
+    def __init__(self, layout: Layout, identifiers: Mapping[int, int] | None = None,
+                 nanos: Nanos = "micros") -> None:
         self.layout = layout
         self.identifiers = identifiers or {}  # field ID -> position among identifier fields
+        self.nanos = nanos
 
     def struct(self, struct: StructType, field_results: list[_Result]) -> _Result:
         return T.StructType([f for f, _ in field_results]), {}
@@ -211,10 +241,14 @@ class _ToSpark(SchemaVisitor[_Result]):
                 return spark_type, {TYPE: str(primitive)}
             case TypeId.FIXED:
                 return T.BinaryType(), {TYPE: str(primitive)}
+            case tid if tid in NANO_TYPES:
+                exact = self.layout == "read" or self.nanos == "nanos"
+                return (T.LongType() if exact else _MICROS_TYPES[tid]), {TYPE: str(primitive)}
+            case tid if tid in geo.GEO_TYPES:
+                return geo.spark_type(primitive) or T.BinaryType(), {TYPE: str(primitive)}
             case tid if tid in _PRIMITIVES:
                 return _PRIMITIVES[tid], {}
-        raise UnsupportedFeature(f"Type {primitive} (format version 3) has no Spark type in "
-                                 "icepark yet")
+        raise UnsupportedFeature(f"Type {primitive} has no Spark type in icepark")
 
 
 def to_iceberg(struct: T.StructType, *, fresh_ids: bool = False, schema_id: int = 0) -> Schema:
@@ -329,6 +363,8 @@ class _ToIceberg:
                                not data_type.valueContainsNull)
             case T.DecimalType():
                 return PrimitiveType.decimal(data_type.precision, data_type.scale)
+            case T.GeometryType() | T.GeographyType():
+                return geo.iceberg_type(data_type, name)
             case _:
                 found = _ICEBERG_PRIMITIVES.get(type(data_type))
                 if found is None:
@@ -351,21 +387,35 @@ _ICEBERG_PRIMITIVES: Mapping[type[T.DataType], PrimitiveType] = {
     T.LongType: LONG, T.FloatType: FLOAT, T.DoubleType: DOUBLE, T.DateType: DATE,
     T.TimeType: TIME, T.TimestampNTZType: TIMESTAMP, T.TimestampType: TIMESTAMPTZ,
     T.StringType: STRING, T.CharType: STRING, T.VarcharType: STRING, T.BinaryType: BINARY,
+    T.NullType: UNKNOWN, T.VariantType: VARIANT,
 }
 
 
+_MARKED: Mapping[TypeId, tuple[type[T.DataType], ...]] = {
+    TypeId.UUID: (T.StringType, T.BinaryType),
+    TypeId.FIXED: (T.BinaryType,),
+    TypeId.TIMESTAMP_NS: (T.TimestampNTZType, T.LongType),
+    TypeId.TIMESTAMPTZ_NS: (T.TimestampType, T.LongType),
+    TypeId.GEOMETRY: (T.GeometryType, T.BinaryType),
+    TypeId.GEOGRAPHY: (T.GeographyType, T.BinaryType),
+}
+"""The types an ``icepark.type`` marker names, and the Spark types that may hold them."""
+
+
 def _marked(data_type: T.DataType, marker: Any, name: str) -> PrimitiveType:
-    """A uuid or fixed type from its ``icepark.type`` marker, checked against the Spark type."""
-    t = parse_primitive(marker) if isinstance(marker, str) else None
-    allowed: tuple[type[T.DataType], ...] = ()
-    if t == UUID:
-        allowed = (T.StringType, T.BinaryType)
-    elif t is not None and t.type_id is TypeId.FIXED:
-        allowed = (T.BinaryType,)
+    """A uuid, fixed, nanosecond timestamp, geometry or geography type from its
+    ``icepark.type`` marker, checked against the Spark type."""
+    try:
+        t = parse_primitive(marker) if isinstance(marker, str) else None
+    except ValidationError:
+        t = None
+    allowed = _MARKED.get(t.type_id, ()) if t is not None else ()
     if t is None or not isinstance(data_type, allowed):
         raise ValidationError(
             f"Column {name!r} of Spark type {data_type.simpleString()} cannot have "
-            f"{TYPE}={marker!r}: uuid is string or binary, fixed[L] is binary")
+            f"{TYPE}={marker!r}: uuid is string or binary, fixed[L] is binary, "
+            "timestamp_ns timestamp_ntz or bigint, timestamptz_ns timestamp or bigint, "
+            "geometry and geography their Spark type or binary")
     return t
 
 
@@ -393,27 +443,49 @@ def uuid_to_bytes(col: Column, column: str | None = None) -> Column:
                 col))))
 
 
-def read_columns(schema: Schema) -> list[Column]:
+def read_columns(schema: Schema, *, timestamp_ns: Nanos = "nanos") -> list[Column]:
     """Columns that turn a DataFrame read with :func:`read_schema` into the table layout
-    (uuid bytes become strings, also inside structs, lists and maps); use with ``select``."""
-    return _convert_columns(schema, uuid_to_string, "read")
+    (uuid bytes become strings, also inside structs, lists and maps; nanosecond timestamps stay
+    exact ``LongType`` nanoseconds, or with ``timestamp_ns="micros"`` become Spark timestamps
+    truncated toward negative infinity); use with ``select``. The default is exact, so rows
+    read and written back (a copy-on-write rewrite) keep every digit."""
+    micros = timestamp_ns == "micros"
+
+    def convert(col: Column, t: PrimitiveType, column: str) -> Column:
+        if t.type_id is TypeId.UUID:
+            return uuid_to_string(col, column)
+        return micros_column(col, t) if micros and t.type_id in NANO_TYPES else col
+
+    def touches(t: IcebergType) -> bool:
+        return _holds(t, _READ_CONVERTED if micros else frozenset({TypeId.UUID}))
+
+    return _convert_columns(schema, convert, touches, to_spark(schema, timestamp_ns=timestamp_ns))
 
 
 def file_columns(schema: Schema) -> list[Column]:
-    """The inverse of :func:`read_columns`: a table-layout DataFrame in the read layout."""
-    return _convert_columns(schema, uuid_to_bytes, "table")
+    """The inverse of :func:`read_columns`: a table-layout DataFrame in the read layout
+    (nanosecond timestamps are left as they are: the writers take both forms)."""
+    def convert(col: Column, t: PrimitiveType, column: str) -> Column:
+        return uuid_to_bytes(col, column) if t.type_id is TypeId.UUID else col
+
+    return _convert_columns(schema, convert, has_uuid, read_schema(schema))
 
 
-def _convert_columns(schema: Schema, convert: Callable[..., Column],
-                     source: Layout) -> list[Column]:
-    target = read_schema(schema) if source == "table" else to_spark(schema)
+_READ_CONVERTED = frozenset({TypeId.UUID, *NANO_TYPES})
+
+
+def _convert_columns(schema: Schema, convert: Callable[[Column, PrimitiveType, str], Column],
+                     touches: Callable[[IcebergType], bool],
+                     target: T.StructType) -> list[Column]:
+    def named(name: str) -> Callable[[Column, PrimitiveType], Column]:
+        return lambda col, t: convert(col, t, name)
+
     columns = []
     for f, spark_field in zip(schema.fields, target.fields, strict=True):
         col = F.col(quote(f.name))
-        if has_uuid(f.field_type):
-            col = _convert(col, f.field_type, spark_field.dataType,
-                           functools.partial(convert, column=f.name)).alias(
-                f.name, metadata=spark_field.metadata)
+        if touches(f.field_type):
+            col = _convert(col, f.field_type, spark_field.dataType, named(f.name),
+                           touches).alias(f.name, metadata=spark_field.metadata)
         columns.append(col)
     return columns
 
@@ -425,10 +497,13 @@ def quote(name: str) -> str:
 
 def default_column(f: NestedField, data_type: T.DataType) -> Column:
     """A literal of ``f``'s ``write-default`` (null without one) as Spark type ``data_type``,
-    for a column the written rows lack; a uuid default is given as its string (table layout).
+    for a column the written rows lack; a uuid default is given as its string (table layout),
+    a nanosecond timestamp's as ``LongType`` nanoseconds (exact, whatever ``data_type``).
     """
     if f.write_default is None:
         return F.lit(None).cast(data_type)
+    if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id in NANO_TYPES:
+        return F.lit(f.write_default).cast(T.LongType())  # nanoseconds: writes take them
     value = from_python_values([f.write_default], f.field_type).to_pylist()[0]
     if isinstance(f.field_type, PrimitiveType) and f.field_type.type_id is TypeId.UUID:
         value = str(value)
@@ -438,49 +513,57 @@ def default_column(f: NestedField, data_type: T.DataType) -> Column:
 def has_uuid(t: IcebergType) -> bool:
     """Whether ``t`` is or holds a uuid, whose Spark layouts (read: 16 bytes, write: string)
     differ and so need converting."""
+    return _holds(t, frozenset({TypeId.UUID}))
+
+
+def _holds(t: IcebergType, kinds: frozenset[TypeId]) -> bool:
+    """Whether ``t`` is or holds a primitive of one of the ``kinds``."""
     match t:
         case PrimitiveType():
-            return t.type_id is TypeId.UUID
+            return t.type_id in kinds
         case StructType():
-            return any(has_uuid(f.field_type) for f in t.fields)
+            return any(_holds(f.field_type, kinds) for f in t.fields)
         case ListType():
-            return has_uuid(t.element_type)
+            return _holds(t.element_type, kinds)
         case _:
-            return has_uuid(t.key_type) or has_uuid(t.value_type)
+            return _holds(t.key_type, kinds) or _holds(t.value_type, kinds)
 
 
 def _convert(col: Column, t: IcebergType, target: Any,
-             convert: Callable[[Column], Column]) -> Column:
-    """``col`` with ``convert`` applied to every uuid in it (structs, lists and maps too).
+             convert: Callable[[Column, PrimitiveType], Column],
+             touches: Callable[[IcebergType], bool]) -> Column:
+    """``col`` with ``convert`` applied to every primitive in it that ``touches`` (structs,
+    lists and maps too).
 
-    A struct holding a uuid is rebuilt field by field, each aliased with its metadata from the
-    ``target`` Spark type (so the field IDs stay for Spark's Parquet writer), null where the
-    struct is null.
+    A struct holding such a value is rebuilt field by field, each aliased with its metadata
+    from the ``target`` Spark type (so the field IDs stay for Spark's Parquet writer), null
+    where the struct is null.
     """
     match t:
-        case PrimitiveType(type_id=TypeId.UUID):
-            return convert(col)
+        case PrimitiveType():
+            return convert(col, t)
         case StructType():
             fields = []
             for f, spark_field in zip(t.fields, target.fields, strict=True):
                 inner = col.getField(f.name)
-                if has_uuid(f.field_type):
-                    inner = _convert(inner, f.field_type, spark_field.dataType, convert)
+                if touches(f.field_type):
+                    inner = _convert(inner, f.field_type, spark_field.dataType, convert,
+                                     touches)
                 fields.append(inner.alias(f.name, metadata=spark_field.metadata))
             return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*fields))
         case ListType():
             element, element_target = t.element_type, target.elementType
-            return F.transform(col, lambda e: _convert(e, element, element_target, convert))
+            return F.transform(col, lambda e: _convert(e, element, element_target, convert,
+                                                       touches))
         case MapType():
-            if has_uuid(t.key_type):
+            if touches(t.key_type):
                 key, key_target = t.key_type, target.keyType
-                col = F.transform_keys(col, lambda k, _: _convert(k, key, key_target, convert))
-            if has_uuid(t.value_type):
+                col = F.transform_keys(
+                    col, lambda k, _: _convert(k, key, key_target, convert, touches))
+            if touches(t.value_type):
                 value, value_target = t.value_type, target.valueType
                 col = F.transform_values(
-                    col, lambda _, v: _convert(v, value, value_target, convert))
-            return col
-        case _:
+                    col, lambda _, v: _convert(v, value, value_target, convert, touches))
             return col
 
 

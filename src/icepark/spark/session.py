@@ -10,6 +10,17 @@ What icepark needs from Spark (measured facts in DESIGN.md):
 - Python workers must run the driver's interpreter (``PYSPARK_PYTHON``).
 - ``spark.sql.session.timeZone=UTC``: ``timestamptz`` values are stored as UTC.
 - ``spark.sql.timeType.enabled``: Iceberg ``time`` columns are Spark ``TimeType(6)``.
+- ``spark.sql.legacy.parquet.nanosAsLong``: Spark infers a Parquet file's
+  ``TIMESTAMP(NANOS)`` column (``spark.read.parquet`` without a schema, e.g. files to import
+  or write) as ``LongType`` nanoseconds, which writes to ``timestamp_ns`` exactly, instead of
+  failing (``PARQUET_TYPE_ILLEGAL``); reads with a schema are not affected.
+- ``spark.sql.geospatial.enabled`` (on by default in 4.3): ``geometry``/``geography`` columns
+  are Spark's ``GeometryType``/``GeographyType`` where Spark has their CRS
+  (:mod:`icepark.spark.geo`).
+
+icepark's own session setting ``spark.icepark.read.timestamp-ns`` (``error``, ``micros`` or
+``nanos``; :mod:`icepark.spark.nanos`) says how reads that do not choose return
+nanosecond timestamps; unset, such reads are refused.
 """
 
 from __future__ import annotations
@@ -28,6 +39,10 @@ ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     # Iceberg's ``time`` maps to Spark's TimeType, which PySpark 4.x keeps behind this flag.
     "spark.sql.timeType.enabled": "true",
+    # Parquet TIMESTAMP(NANOS) inferred as long nanoseconds instead of failing
+    "spark.sql.legacy.parquet.nanosAsLong": "true",
+    # geometry and geography are GeometryType/GeographyType where Spark has their CRS
+    "spark.sql.geospatial.enabled": "true",
     # the `icepark` data source's reader pushes filters into planning; Spark refuses a Python
     # data source that implements pushFilters unless this is on
     "spark.sql.python.filterPushdown.enabled": "true",

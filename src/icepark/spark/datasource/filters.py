@@ -21,7 +21,12 @@ is FALSE (not null). icepark's predicates are false for null except ``is_null`` 
   literal is not pushed;
 * a ``uuid`` column is a Spark string: only the canonical lower-case form of a uuid equals the
   stored value's string, so only equality (``=``, ``<=>``, ``IN``) with such literals is
-  pushed.
+  pushed;
+* a ``timestamp_ns``/``timestamptz_ns`` column is pushed only with integer literals, read
+  with ``timestamp-ns=nanos`` (``LongType`` nanoseconds, compared exactly); read as truncated
+  microseconds it is not (``ts > t`` holds for the truncated value, not for the stored one);
+* comparisons on ``unknown``, ``variant``, ``geometry`` and ``geography`` are not pushed
+  (null tests are).
 
 Column paths are tuples (``("loc", "city")`` for ``loc.city``), pushed only for primitive
 fields nested in structs. ``StringEndsWith`` and ``StringContains`` have no Iceberg predicate.
@@ -69,6 +74,8 @@ from icepark.spec.schema import Schema
 from icepark.spec.types import PrimitiveType, TypeId
 
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
+_NANOS = frozenset({TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS})
+_UNORDERED = frozenset({TypeId.UNKNOWN, TypeId.VARIANT, TypeId.GEOMETRY, TypeId.GEOGRAPHY})
 
 
 def translate(spark_filter: ds.Filter, schema: Schema) -> Expr | None:
@@ -122,7 +129,9 @@ def _pushable(t: PrimitiveType, value: Any) -> bool:
                                                        and math.isnan(value))
     if t.type_id is TypeId.UUID:
         return isinstance(value, str) and _canonical_uuid(value)
-    return True
+    if t.type_id in _NANOS:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return t.type_id not in _UNORDERED
 
 
 def _canonical_uuid(text: str) -> bool:

@@ -14,6 +14,10 @@ snapshot instead, chosen by at most one of ``snapshot-id``, ``as-of-timestamp`` 
 since the epoch, looked up in the ``snapshot-log``), ``branch`` or ``tag``. ``split-size``,
 ``lookback`` and ``file-open-cost`` override the table properties ``read.split.target-size``,
 ``read.split.planning-lookback`` and ``read.split.open-file-cost`` for one read.
+``timestamp-ns`` (``error``, the default, ``micros`` or ``nanos``) is how nanosecond
+timestamp columns are returned (:mod:`icepark.spark.nanos`); the data source runs in Python
+workers, which cannot see the session's ``spark.icepark.read.timestamp-ns``, so only the
+option counts here.
 
 >>> o = ReadOptions.parse({"path": "db.t", "catalog.uri": "sqlite:///c.db", "tag": "v1"})
 >>> o.catalog.table, dict(o.catalog.properties), o.tag
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
+from icepark.spark.nanos import READ_MODE_OPTION, ReadMode, read_mode
 from icepark.spark.tables import load
 from icepark.table.table import Table
 
@@ -109,6 +114,7 @@ class ReadOptions:
     branch: str | None = None
     tag: str | None = None
     scan_options: Mapping[str, str] | None = None
+    timestamp_ns: ReadMode = "error"
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> ReadOptions:
@@ -124,4 +130,5 @@ class ReadOptions:
         scan_options = {prop: str(value) for key, prop in _SPLIT_OPTIONS.items()
                         if (value := _integer(options, key)) is not None}
         return ReadOptions(CatalogOptions.parse(options), _integer(options, "snapshot-id"),
-                           _integer(options, "as-of-timestamp"), branch, tag, scan_options)
+                           _integer(options, "as-of-timestamp"), branch, tag, scan_options,
+                           read_mode(None, _get(options, READ_MODE_OPTION)))

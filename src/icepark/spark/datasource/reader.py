@@ -27,6 +27,14 @@ needs (:class:`ReadContext`). Each executor task reads its bin with the Arrow re
 applies the deletes, the row filter and the residuals exactly, and converts the batches to the
 Arrow form of the table's Spark schema (:func:`spark_batch`: uuid as its canonical string,
 fixed as binary, Spark's names for list and map children).
+
+The v3 types (:mod:`icepark.spark.schema`): nanosecond timestamps are returned as the option
+``timestamp-ns`` says (``error``, the default, refuses a table that has one, ``micros`` gives
+Spark timestamps truncated toward negative infinity, ``nanos`` exact ``LongType``
+nanoseconds); the filters the Arrow reader applies see the exact values either way.
+``unknown`` is ``NullType``, ``variant`` ``VariantType`` (PySpark's Arrow form:
+``struct<value, metadata>``, the metadata marked), ``geometry``/``geography`` Spark's spatial
+types (``struct<srid, wkb>``) or WKB binary.
 """
 
 from __future__ import annotations
@@ -47,12 +55,21 @@ from icepark.expressions import ALWAYS_TRUE, Expr, and_
 from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY, parse_name_mapping
 from icepark.io.arrow.reader import ArrowReader
 from icepark.io.fileio import ArrowFileIO
+from icepark.spark import geo
 from icepark.spark.datasource.filters import translate
 from icepark.spark.datasource.options import ReadOptions
-from icepark.spark.schema import has_uuid, to_spark
+from icepark.spark.nanos import NANO_TYPES, ReadMode, check_readable, floor_micros
+from icepark.spark.schema import to_spark
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.types import IcebergType, ListType, MapType, PrimitiveType, StructType
+from icepark.spec.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    PrimitiveType,
+    StructType,
+    TypeId,
+)
 from icepark.table.scan.read import DataScan
 from icepark.table.scan.tasks import CombinedScanTask
 
@@ -113,10 +130,14 @@ def open_scan(options: ReadOptions) -> tuple[DataScan, dict[str, str]]:
     return scan, io_properties
 
 
-def spark_schema(scan: DataScan) -> T.StructType:
+def spark_schema(scan: DataScan, timestamp_ns: ReadMode = "error",
+                 table: str = "the table") -> T.StructType:
     """The DataFrame schema of a scan: its schema in the table layout of
-    :func:`icepark.spark.schema.to_spark` (field IDs in the metadata)."""
-    return to_spark(scan.schema())
+    :func:`icepark.spark.schema.to_spark` (field IDs in the metadata), nanosecond timestamps
+    as ``timestamp_ns`` says (``error``: a ``table`` with one is refused)."""
+    schema = scan.schema()
+    check_readable(schema, timestamp_ns, table)
+    return to_spark(schema, timestamp_ns="micros" if timestamp_ns == "micros" else "nanos")
 
 
 class IcebergReader(DataSourceReader):
@@ -125,7 +146,7 @@ class IcebergReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: T.StructType) -> None:
         self.options = options
         scan, self.io_properties = open_scan(options)
-        expected = spark_schema(scan)
+        expected = spark_schema(scan, options.timestamp_ns, options.catalog.table)
         if not _arrow_schema(schema).equals(_arrow_schema(expected)):
             raise ValidationError(
                 f"The icepark source reads {options.catalog.table} as {expected.simpleString()},"
@@ -211,16 +232,49 @@ def spark_batch(batch: Any, schema: Schema, target: Any) -> Any:
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
+_CONVERTED = frozenset({TypeId.UUID, TypeId.VARIANT, *NANO_TYPES, *geo.GEO_TYPES})
+"""The types whose Arrow reader form is not cast to Spark's but converted."""
+
+
+def _special(t: IcebergType) -> bool:
+    match t:
+        case PrimitiveType():
+            return t.type_id in _CONVERTED
+        case StructType():
+            return any(_special(f.field_type) for f in t.fields)
+        case ListType():
+            return _special(t.element_type)
+        case _:
+            return _special(t.key_type) or _special(t.value_type)
+
+
+def _primitive(arr: Any, t: PrimitiveType, target: Any) -> Any:
+    """One column of a converted type in Spark's form ``target``."""
+    match t.type_id:
+        case TypeId.UUID:
+            return uuid_strings(arr)
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            return floor_micros(arr, target) if pa.types.is_timestamp(target) \
+                else arr.cast(pa.int64())
+        case TypeId.VARIANT:  # Spark's order (value, metadata) and marks, by name
+            parts = {arr.type.field(i).name: pc.fill_null(child, b"")
+                     for i, child in enumerate(arr.flatten())}
+            return pa.StructArray.from_arrays([parts[f.name] for f in target], fields=list(target),
+                                              mask=arr.is_null() if arr.null_count else None)
+        case _:
+            return geo.spark_arrow(arr, target)
+
+
 def _convert(arr: Any, t: IcebergType, target: Any) -> Any:
     """``arr`` (of Iceberg type ``t``) as Arrow type ``target``: a cast, except that uuids
-    (no Arrow cast to their string form) are converted where they are, rebuilding the
-    structs, lists and maps around them."""
-    if not has_uuid(t):
+    (no Arrow cast to their string form), nanosecond timestamps, variants and WKB are
+    converted where they are, rebuilding the structs, lists and maps around them."""
+    if not _special(t):
         return arr if arr.type == target else arr.cast(target)
     mask = arr.is_null() if arr.null_count else None
     match t:
         case PrimitiveType():
-            return uuid_strings(arr)
+            return _primitive(arr, t, target)
         case StructType():
             children = [_convert(arr.field(i), f.field_type, target.field(i).type)
                         for i, f in enumerate(t.fields)]

@@ -103,8 +103,9 @@ class IcebergDataSource(DataSource):
 
     def schema(self) -> Any:
         """The table's (or the chosen snapshot's) schema as a Spark ``StructType``."""
-        scan, _ = open_scan(ReadOptions.parse(dict(self.options)))
-        return spark_schema(scan)
+        options = ReadOptions.parse(dict(self.options))
+        scan, _ = open_scan(options)
+        return spark_schema(scan, options.timestamp_ns, options.catalog.table)
 
     def reader(self, schema: Any) -> IcebergReader:
         return IcebergReader(ReadOptions.parse(dict(self.options)), schema)

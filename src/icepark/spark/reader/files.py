@@ -22,6 +22,13 @@ footer: the read schema uses the file's names (a field the file lacks gets a nam
 uses, so it reads as null) in the table's field order, and each top-level column is then cast
 to the table's struct type, which Spark does by position.
 
+Spec, Appendix A: an ``unknown`` column is "Omit from data files", and "When reading an
+``unknown`` column, any corresponding column must be ignored and replaced with ``null``
+values". Measured on Spark 4.3: a ``NullType`` field in the read schema reads a file that
+lacks it as null, but fails on a file column with its ID (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``
+vectorized, ``PARQUET_CONVERSION_FAILURE`` not). So unknown fields (top-level or in structs)
+are left out of the read schema and filled with null like a missing field.
+
 Files with the same read schema and fills are read together, in one ``spark.read``.
 """
 
@@ -48,7 +55,14 @@ from icepark.spark.writer.native_files import FOOTER_THREADS
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, index_by_id
-from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from icepark.spec.types import (
+    UNKNOWN,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+)
 from icepark.table.scan.tasks import parallel_map
 
 
@@ -84,7 +98,7 @@ def group_files(io: FileIO, files: Sequence[DataFile], schema: Schema,
 
     footers = _read_footers(io, sorted(footers_needed))
     # the read schema by field ID is the same for every such file: built and keyed once
-    id_type = read_schema(schema)
+    id_type = _stored(read_schema(schema), schema.as_struct())
     id_key = id_type.json()
     groups: dict[tuple[str, bool, str], tuple[T.StructType, bool, dict[int, Any], list[str]]] = {}
     for data_file, candidates, undecided in plans:
@@ -107,8 +121,9 @@ def group_files(io: FileIO, files: Sequence[DataFile], schema: Schema,
 
 
 def group_columns(group: FileGroup, schema: Schema) -> list[Column]:
-    """The columns of ``schema`` (read layout, table names) from a group's read DataFrame."""
-    fills = dict(group.fills)
+    """The columns of ``schema`` (read layout, table names) from a group's read DataFrame;
+    ``unknown`` fields are null."""
+    fills = {**dict(group.fills), **dict.fromkeys(_unknown_ids(schema.fields))}
     out = []
     for i, (f, s) in enumerate(zip(schema.fields, read_schema(schema).fields, strict=True)):
         if group.by_name:
@@ -127,8 +142,9 @@ def _fill(col: Column, f: NestedField, fills: Mapping[int, Any]) -> Column:
     t = f.field_type
     if not isinstance(t, StructType) or not _has_fill(t, fills):
         return col
-    children = [_fill(col.getField(c.name), c, fills).alias(c.name) for c in t.fields]
-    return F.when(col.isNull(), col).otherwise(F.struct(*children))
+    children = [(value_column(c.field_type, fills[c.field_id]) if c.field_id in fills
+                 else _fill(col.getField(c.name), c, fills)).alias(c.name) for c in t.fields]
+    return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*children))
 
 
 def _has_fill(t: StructType, fills: Mapping[int, Any]) -> bool:
@@ -151,6 +167,27 @@ def value_column(t: IcebergType, value: Any) -> Column:
                                      "in the Spark read path")
         case _:
             return spark_literal(t, value).cast(spark_type)
+
+
+def _unknown_ids(fields: Sequence[NestedField]) -> list[int]:
+    """The IDs of the ``unknown`` fields among ``fields`` and in structs below them."""
+    return [f.field_id for f in _struct_fields(fields) if f.field_type == UNKNOWN]
+
+
+def _stored(read_type: T.StructType, t: StructType) -> T.StructType:
+    """``read_type`` (of ``t``) without its ``unknown`` fields, which no file stores."""
+    if not _unknown_ids(t.fields):
+        return read_type
+    fields = []
+    for f, s in zip(t.fields, read_type.fields, strict=True):
+        if f.field_type == UNKNOWN:
+            continue
+        if isinstance(f.field_type, StructType) and isinstance(s.dataType, T.StructType):
+            fields.append(T.StructField(s.name, _stored(s.dataType, f.field_type), s.nullable,
+                                        s.metadata))
+        else:
+            fields.append(s)
+    return T.StructType(fields)
 
 
 def _struct_fields(fields: Sequence[NestedField]) -> list[NestedField]:

@@ -21,6 +21,14 @@ semantics) for the same scan:
 
 :func:`read_incremental` reads the rows appended between two snapshots the same way.
 
+The v3 types: ``timestamp_ns``/``timestamptz_ns`` columns are read as exact ``LongType``
+nanoseconds, filtered there, and returned as the read mode says (``timestamp_ns=``, else the
+session's ``spark.icepark.read.timestamp-ns``): ``error`` (the default) refuses a read that
+returns one, ``micros`` gives Spark timestamps truncated toward negative infinity, ``nanos``
+the nanoseconds (:mod:`icepark.spark.nanos`). ``unknown`` reads as ``NullType`` nulls,
+``variant`` as ``VariantType`` (shredded files too, by Spark's own reader), ``geometry`` and
+``geography`` as Spark's spatial types or WKB binary (:mod:`icepark.spark.geo`).
+
 Deletion vectors are decoded in Spark tasks and applied as position deletes are. Not
 supported (raise :class:`~icepark.errors.UnsupportedFeature`): non-Parquet data and delete
 files; an equality delete column dropped from the table while nested in a struct.
@@ -39,8 +47,9 @@ from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.reader import LINEAGE_COLUMN_NAMES
 from icepark.spark.filters import spark_filter
+from icepark.spark.nanos import ReadMode, check_readable, read_mode
 from icepark.spark.reader.scan_rows import scan_rows
-from icepark.spark.schema import quote, read_columns, to_spark
+from icepark.spark.schema import Nanos, quote, read_columns, to_spark
 from icepark.spark.session import case_sensitive
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType
@@ -53,34 +62,38 @@ def read(  # noqa: PLR0917 - the brief's positional order
         spark: SparkSession, table: Table, row_filter: str | Expr | None = None,
         columns: Sequence[str] | None = None, snapshot_id: int | None = None,
         as_of_timestamp: int | None = None, ref: str | None = None, *,
-        metadata_columns: Sequence[str] = ()) -> DataFrame:
+        metadata_columns: Sequence[str] = (), timestamp_ns: str | None = None) -> DataFrame:
     """The rows of ``table`` (at a snapshot, ref or time) matching ``row_filter``, with the
     ``columns`` (full dotted names; all by default) in table order, as a DataFrame in the
     table layout (:func:`icepark.spark.schema.to_spark`), then the ``metadata_columns``
     (``_file``, ``_pos``, ``_spec_id``, ``_row_id``, ``_last_updated_sequence_number``).
     Names in ``columns`` and ``row_filter`` resolve as the session resolves them
-    (``spark.sql.caseSensitive``)."""
+    (``spark.sql.caseSensitive``). ``timestamp_ns`` (``error``, ``micros``, ``nanos``) is how
+    nanosecond timestamp columns are returned (see the module docstring)."""
+    mode = read_mode(spark, timestamp_ns)
     scan = table.scan(ALWAYS_TRUE if row_filter is None else row_filter,
                       selected_fields=tuple(columns) if columns is not None else ("*",),
                       case_sensitive=case_sensitive(spark),
                       snapshot_id=snapshot_id, as_of_timestamp=as_of_timestamp, ref=ref)
-    return _read_scan(spark, table, scan, metadata_columns)
+    return _read_scan(spark, table, scan, mode, metadata_columns)
 
 
 def read_incremental(  # noqa: PLR0917 - the brief's positional order
         spark: SparkSession, table: Table, from_snapshot_id: int | None,
         to_snapshot_id: int | None = None, row_filter: str | Expr | None = None,
-        columns: Sequence[str] | None = None) -> DataFrame:
+        columns: Sequence[str] | None = None, *, timestamp_ns: str | None = None) -> DataFrame:
     """The rows appended after snapshot ``from_snapshot_id`` (exclusive; None: from the start
     of the history) up to ``to_snapshot_id`` (inclusive; None: the current snapshot), as
     :class:`~icepark.table.scan.incremental.IncrementalAppendScan` plans them (appends only: a
     snapshot in the range that deleted or overwrote rows is a
-    :class:`~icepark.errors.ValidationError`), read with the current schema."""
+    :class:`~icepark.errors.ValidationError`), read with the current schema; ``timestamp_ns``
+    as for :func:`read`."""
+    mode = read_mode(spark, timestamp_ns)
     scan = IncrementalAppendScan(
         table.metadata, table.io, from_snapshot_id, to_snapshot_id,
         ALWAYS_TRUE if row_filter is None else row_filter,
         tuple(columns) if columns is not None else ("*",), case_sensitive(spark))
-    return _read_scan(spark, table, scan)
+    return _read_scan(spark, table, scan, mode)
 
 
 class _Scan(Protocol):
@@ -95,9 +108,11 @@ class _Scan(Protocol):
     def plan_files(self, *, row_lineage: bool = False) -> Iterable[FileScanTask]: ...
 
 
-def _read_scan(spark: SparkSession, table: Table, scan: _Scan,
+def _read_scan(spark: SparkSession, table: Table, scan: _Scan, mode: ReadMode,
                metadata_columns: Sequence[str] = ()) -> DataFrame:
     full, projection = scan.schema(), scan.projection()
+    check_readable(projection, mode, table.name)
+    nanos: Nanos = "micros" if mode == "micros" else "nanos"
     bound = rewrite_not(bind(scan.row_filter, full, scan.case_sensitive))
     condition = spark_filter(bound, full)  # fails early on untranslatable predicates
     names = [*scan.selected_fields,
@@ -107,18 +122,20 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan,
     tasks = list(scan.plan_files(row_lineage=bool(LINEAGE_COLUMN_NAMES & set(metadata))))
     if not tasks or condition is False:
         empty = scan_rows(spark, table, [], full, names, metadata_columns=metadata).rows
+        layout = to_spark(projection, timestamp_ns=nanos)
         return spark.createDataFrame([], T.StructType(
-            [*to_spark(projection).fields, *empty.schema.fields[-len(metadata):]]
-            if metadata else to_spark(projection).fields))
+            [*layout.fields, *empty.schema.fields[-len(metadata):]]
+            if metadata else layout.fields))
     scanned = scan_rows(spark, table, tasks, full, names,
                         condition=condition if isinstance(condition, Column) else None,
                         case_sensitive=scan.case_sensitive, metadata_columns=metadata)
     extended = scanned.schema
-    df = scanned.rows.select(*read_columns(extended), *metadata)
+    df = scanned.rows.select(*read_columns(extended, timestamp_ns=nanos), *metadata)
     return df.select(*(_conform(F.col(quote(f.name)), f.field_type,
                                 extended.find_field(f.field_id).field_type).alias(
                                     f.name, metadata=s.metadata)
-                       for f, s in zip(projection.fields, to_spark(projection).fields,
+                       for f, s in zip(projection.fields,
+                                       to_spark(projection, timestamp_ns=nanos).fields,
                                        strict=True)), *metadata)
 
 

@@ -19,6 +19,11 @@ narrower columns, and a value that does not fit fails the job, naming the column
 and, when the rows come from files, the file (:func:`checked_cast`). When strings cannot be
 written to a typed column, one of the strings that does not convert is shown
 (:func:`with_example`), on the error path only.
+
+The v3 types are checked the same way, on the Arrow form Spark gives Python workers, with two
+Spark-side additions: a ``LongType`` column is nanoseconds where the table has a
+``timestamp_ns``/``timestamptz_ns`` (:mod:`icepark.spark.nanos`), and a Spark spatial type
+must have the geometry or geography column's SRID (:func:`icepark.spark.geo.check_given`).
 """
 
 from __future__ import annotations
@@ -32,9 +37,19 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import IncompatibleColumn, Remedy, ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
+from icepark.spark import geo
+from icepark.spark.nanos import NANO_TYPES, nanosecond_input_schema
 from icepark.spark.schema import quote, to_spark_type
 from icepark.spec.schema import Schema
-from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, TypeId
+from icepark.spec.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TypeId,
+)
 from icepark.table.snapshot.writes import check_columns, prepare, prepare_empty
 
 MERGE_SCHEMA = Remedy("add them with {} or drop them", "merge_schema=True")
@@ -44,7 +59,8 @@ EVOLVE_SCHEMA = Remedy("add them first with {} or drop them", "update_schema().u
 VALIDATION_PREFIX = "icepark.errors.ValidationError: "
 """How a value check in a Spark job starts its message, so the driver raises it as a
 :class:`~icepark.errors.ValidationError` (:func:`icepark.spark.writer.data_files.task_error`)."""
-_STAND_INS = frozenset({TypeId.UUID, TypeId.FIXED})  # Spark holds them as string/binary
+_STAND_INS = frozenset({TypeId.UUID, TypeId.FIXED, TypeId.UNKNOWN, *NANO_TYPES, *geo.GEO_TYPES})
+"""Types Spark holds in a type of another name (string, binary, bigint, timestamp, void)."""
 
 
 def match_names(df_schema: T.StructType, schema: Schema,
@@ -152,10 +168,32 @@ def check_schema(df_schema: T.StructType, schema: Schema, case_sensitive: bool =
         raise ValidationError(f"Column(s) {shown} are not in the table schema", remedy=extra)
     arrow_in = arrow_schema_of(named)
     check_columns(arrow_in, schema.fields)
+    _check_spatial(named, schema.as_struct(), "")
     try:
-        prepare(prepare_empty(arrow_in), schema, to_arrow_schema(schema))
+        prepare(prepare_empty(nanosecond_input_schema(arrow_in, schema)), schema,
+                to_arrow_schema(schema))
     except IncompatibleColumn as e:
         raise in_spark_words(e, named, schema) from None
+
+
+def _check_spatial(given: T.DataType, t: IcebergType, path: str) -> None:
+    """Raise :class:`IncompatibleColumn` for a Spark spatial type of the wrong kind or SRID
+    anywhere in ``given`` (matched to ``t`` by name)."""
+    match given, t:
+        case T.StructType(), StructType():
+            by_name = {f.name: f for f in t.fields}
+            for g in given.fields:
+                f = by_name.get(g.name)
+                if f is not None:
+                    _check_spatial(g.dataType, f.field_type,
+                                   f"{path}.{g.name}" if path else g.name)
+        case T.ArrayType(), ListType():
+            _check_spatial(given.elementType, t.element_type, f"{path}.element")
+        case T.MapType(), MapType():
+            _check_spatial(given.keyType, t.key_type, f"{path}.key")
+            _check_spatial(given.valueType, t.value_type, f"{path}.value")
+        case _, PrimitiveType() if t.type_id in geo.GEO_TYPES:
+            geo.check_given(given, t, path)
 
 
 def in_spark_words(error: IncompatibleColumn, df_schema: T.StructType,

@@ -12,7 +12,15 @@ table is written natively when :func:`ineligibility` finds nothing against it:
   non-legacy format, ``spark.sql.parquet.writeLegacyFormat=false``), date, timestamp and
   timestamptz (``TIMESTAMP_MICROS`` "with ``adjustToUtc=false``" from ``TimestampNTZType`` and
   "``adjustToUtc=true``" from ``TimestampType``; never Spark's default INT96), string,
-  binary -- or a struct of them; not list, map, uuid, fixed or time;
+  binary -- or a struct of them; not list, map, uuid, fixed or time; of the v3 types,
+  ``variant`` (measured on 4.3: with ``spark.sql.variant.writeShredding.enabled=false`` Spark
+  writes the unshredded ``group`` "with ``metadata`` and ``value`` fields", annotated
+  ``VARIANT``, the field ID on the group and none inside, as Appendix A requires; with
+  shredding on, its default, it would shred by an inferred schema), ``geometry`` and
+  ``geography`` of the default CRS held as Spark's spatial types (``binary`` with
+  ``GEOMETRY``/``GEOGRAPHY`` of ``OGC:CRS84``: :func:`icepark.spark.geo.native_writable`),
+  and a top-level ``unknown`` column, which is left out of the files ("Omit from data
+  files"); not ``timestamp_ns``/``timestamptz_ns`` (Spark writes only ``TIMESTAMP(MICROS)``);
 * the codec is one Spark has (``write.parquet.compression-codec``: zstd, gzip, snappy, lz4
   as LZ4_RAW, uncompressed; ``write.parquet.compression-level`` only for zstd);
 * no overwrite filter (its rows are checked against it in the Python workers);
@@ -52,8 +60,10 @@ from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.io.fileio import FileIO
 from icepark.io.parquet.data_writer import ParquetWriteOptions
+from icepark.spark import geo
 from icepark.spark.schema import default_column, quote, to_spark
 from icepark.spark.transforms import partition_columns
+from icepark.spark.writer.columns import VALIDATION_PREFIX
 from icepark.spark.writer.distribution import distributed
 from icepark.spark.writer.native_files import (
     collect_data_files,
@@ -66,19 +76,30 @@ from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.types import IcebergType, NestedField, PrimitiveType, StructType, TypeId
+from icepark.spec.types import (
+    UNKNOWN,
+    IcebergType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TypeId,
+)
 
 NATIVE_WRITER_PROPERTY = "write.spark.native-writer.enabled"
 """Table property: ``false`` sends every write through the Python-worker writer (default
 ``true``: the native writer wherever :func:`ineligibility` allows)."""
 NATIVE_LEAF_TYPES = frozenset({
     TypeId.BOOLEAN, TypeId.INT, TypeId.LONG, TypeId.FLOAT, TypeId.DOUBLE, TypeId.DECIMAL,
-    TypeId.DATE, TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ, TypeId.STRING, TypeId.BINARY})
-"""The primitive types Spark's Parquet writer stores as Appendix A requires."""
+    TypeId.DATE, TypeId.TIMESTAMP, TypeId.TIMESTAMPTZ, TypeId.STRING, TypeId.BINARY,
+    TypeId.VARIANT})
+"""The primitive types Spark's Parquet writer stores as Appendix A requires (and geometry and
+geography of the default CRS, :func:`~icepark.spark.geo.native_writable`)."""
 SPARK_PARQUET_SETTINGS: Mapping[str, str] = {
     "spark.sql.parquet.fieldId.write.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.parquet.writeLegacyFormat": "false",
+    "spark.sql.variant.writeShredding.enabled": "false",
+    "spark.sql.parquet.variant.annotateLogicalType.enabled": "true",
 }
 """Session settings a native write needs (set for the write if the session differs)."""
 _SPARK_CODECS = {"zstd": "zstd", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4_raw",
@@ -114,6 +135,8 @@ def ineligibility(metadata: TableMetadata, row_filter: Expr | None = None) -> st
     if options.compression_level is not None and options.compression != "zstd":
         return f"a compression level applies only to zstd, not {options.compression}"
     for f in metadata.schema().fields:
+        if f.field_type == UNKNOWN:
+            continue  # left out of the files
         reason = _leaf_problem(f.field_type, f.name)
         if reason is not None:
             return reason
@@ -129,6 +152,8 @@ def _leaf_problem(t: IcebergType, path: str) -> str | None:
                     return reason
             return None
         case PrimitiveType() if t.type_id in NATIVE_LEAF_TYPES:
+            return None
+        case PrimitiveType() if t.type_id in geo.GEO_TYPES and geo.native_writable(t):
             return None
     return f"column {path!r} is {t}"
 
@@ -171,7 +196,7 @@ class NativeWriteJob:
         ``maxRecordsPerFile``; None: no limit)."""
         schema, spec = schema or metadata.schema(), metadata.spec()
         order = metadata.sort_order()
-        frame = df.select(*file_value_columns(df, schema))
+        frame = _only_nulls_in_unknown(df, schema).select(*file_value_columns(df, schema))
         names = partition_dir_names(spec, frame.columns)
         types = [f.field_type for f in spec.partition_type(schema).fields]
         keys = [(name, encode_column(t, c)) for name, t, c in
@@ -246,12 +271,26 @@ def partition_dir_names(spec: PartitionSpec, columns: list[str]) -> list[str]:
 def file_value_columns(df: DataFrame, schema: Schema) -> list[Column]:
     """``df``'s columns (the table's, in order) with their field IDs in every StructField's
     metadata, nested struct fields matched by name (promoted, or their write-default or null
-    when missing) and required fields failing the job on a null."""
+    when missing) and required fields failing the job on a null; ``unknown`` columns, which
+    no file stores, are left out."""
     target = to_spark(schema)
     given = {f.name: f.dataType for f in df.schema.fields}
     return [_value(F.col(quote(f.name)), f, s, given.get(f.name), f.name)
             .alias(f.name, metadata=s.metadata)
-            for f, s in zip(schema.fields, target.fields, strict=True)]
+            for f, s in zip(schema.fields, target.fields, strict=True)
+            if f.field_type != UNKNOWN]
+
+
+def _only_nulls_in_unknown(df: DataFrame, schema: Schema) -> DataFrame:
+    """``df`` failing the job on a non-null value in a top-level ``unknown`` column, which the
+    files leave out: "Must be optional with ``null`` defaults"."""
+    for f in schema.fields:
+        if f.field_type == UNKNOWN and f.name in df.columns:
+            message = (f"{VALIDATION_PREFIX}Column {f.name!r} has type unknown, whose only "
+                       "value is null, but has a non-null value")
+            col = F.col(quote(f.name))
+            df = df.where(col.isNull() | F.raise_error(F.lit(message)).cast(T.BooleanType()))
+    return df
 
 
 def _value(col: Column, f: NestedField, target: T.StructField, given: Any,
@@ -268,6 +307,8 @@ def _value(col: Column, f: NestedField, target: T.StructField, given: Any,
                    f"{path}.{child.name}").alias(child.name, metadata=spark_child.metadata)
             for child, spark_child in zip(t.fields, spark_struct.fields, strict=True)))
         value = F.when(col.isNull(), F.lit(None)).otherwise(inner)
+    elif isinstance(target.dataType, geo.SPARK_TYPES) and isinstance(given, T.BinaryType):
+        value = geo.from_wkb(col, target.dataType)
     elif given != target.dataType:
         value = col.cast(target.dataType)
     else:

@@ -4,7 +4,9 @@ Spec, Appendix A, *Parquet*: "Column IDs are required." Every file is written by
 :class:`~icepark.io.parquet.data_writer.DataFileWriter` (pyarrow writes ``PARQUET:field_id`` on
 struct
 fields, list elements and map keys and values alike), streaming one row group at a time and
-rolling to a new file at ``write.target-file-size-bytes``.
+rolling to a new file at ``write.target-file-size-bytes``. It writes the v3 types Spark's own
+writer cannot (``timestamp_ns``/``timestamptz_ns`` as ``TIMESTAMP(NANOS)``, from Spark
+timestamps or ``LongType`` nanoseconds; geometry and geography of other CRSs).
 
 Spec, *Partitioning*: "Partition values for a data file must be the same for all records
 stored in the data file." Two ways to split rows by partition:
@@ -46,6 +48,7 @@ from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.arrow.transforms import partition_batches, to_python_values
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.parquet.data_writer import DataFileWriter
+from icepark.spark.nanos import as_nanosecond_batch, has_nanos
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -134,6 +137,7 @@ class TaskWriter:
         self._partition_fields = task.spec.partition_type(task.schema).fields
         self._evaluator = (None if task.row_filter is None else
                            RowEvaluator(task.schema, task.row_filter, task.case_sensitive))
+        self._nanos = has_nanos(task.schema)
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         """Write one batch (with partition columns when ``presorted``)."""
@@ -168,6 +172,8 @@ class TaskWriter:
         self._files = []
 
     def _conformed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self._nanos:  # long nanoseconds, as a "nanos" read gives them, are timestamps
+            batch = as_nanosecond_batch(batch, self.task.schema)
         rows = prepare(batch, self.task.schema, self._arrow_schema)
         if self._evaluator is not None and self.task.row_filter is not None:
             check_rows_match(pa.Table.from_batches([rows]), self._evaluator,

@@ -39,6 +39,15 @@ The pipeline (:func:`write`):
    written files: the live data files of the default spec whose partition tuple equals one of
    the new files' tuples are removed.
 
+The v3 types take these Spark forms (:mod:`icepark.spark.schema`): ``timestamp_ns`` and
+``timestamptz_ns`` Spark timestamps (microseconds, each exactly that many thousand
+nanoseconds) or ``LongType`` nanoseconds since the epoch, both exact, written by the
+Python-worker writer as ``TIMESTAMP(NANOS)``; ``unknown`` a ``NullType`` column or one whose
+values are all null, never stored ("Must be optional with ``null`` defaults; not stored in
+data files"), a non-null value failing the job; ``variant`` ``VariantType``; ``geometry``
+and ``geography`` Spark's spatial type of the column's SRID, or WKB as ``BinaryType``
+(:mod:`icepark.spark.geo`).
+
 Measured (DESIGN.md, and ``benchmarks/bench_spark_write.py``): moving rows from the JVM to the
 Python workers bounds the Python-worker writer at about 0.5-0.6x of Spark's own Parquet writer.
 """
@@ -49,16 +58,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import CommitStateUnknown, IncompatibleColumn, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.manifest.manifest import read_manifest
+from icepark.spark import geo
+from icepark.spark.nanos import NANO_TYPES
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.schema import default_column, quote, to_iceberg, to_spark_type
 from icepark.spark.session import case_sensitive
 from icepark.spark.writer.columns import (
+    VALIDATION_PREFIX,
     check_schema,
     checked_cast,
     match_names,
@@ -78,7 +91,7 @@ from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.spec.types import PrimitiveType
+from icepark.spec.types import UNKNOWN, PrimitiveType
 from icepark.table.snapshot.producer import branch_head, snapshot_manifests
 from icepark.table.snapshot.validation import as_expr
 from icepark.table.table import Table
@@ -168,9 +181,23 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         else:
             col = F.col(quote(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
-                col = checked_cast(col, present.dataType, target, f.name)
+                col = _primitive(col, f.field_type, present.dataType, target, f.name)
         columns.append(col.alias(f.name))
     return df.select(*columns)
+
+
+def _primitive(col: Column, t: PrimitiveType, given: T.DataType, target: T.DataType,
+               name: str) -> Column:
+    """A top-level column of Spark type ``given`` (checked writable to ``t``) as ``target``."""
+    if t.type_id in NANO_TYPES:
+        return col  # Spark timestamps and long nanoseconds: both exact, the tasks convert
+    if t == UNKNOWN:
+        message = (f"{VALIDATION_PREFIX}Column {name!r} has type unknown, whose only value is "
+                   "null, but has a non-null value")
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.raise_error(F.lit(message)))
+    if isinstance(target, geo.SPARK_TYPES) and isinstance(given, T.BinaryType):
+        return geo.from_wkb(col, target)
+    return checked_cast(col, given, target, name)
 
 
 # ----------------------------------------------------------------------------- commit
