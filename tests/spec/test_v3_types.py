@@ -19,7 +19,7 @@ from icepark.expressions.literals import Gap, convert, decode_bounds
 from icepark.spec.bounds import GeoPoint, from_bytes, lower_bound, sort_key, to_bytes, upper_bound
 from icepark.spec.evolution.schema_update import SchemaUpdate
 from icepark.spec.manifest import DataFile, FileFormat
-from icepark.spec.schema import Schema, check_format_version_types, check_v3_types
+from icepark.spec.schema import Schema, check_format_version_types
 from icepark.spec.serde.types_json import schema_from_json
 from icepark.spec.types import (
     DATE,
@@ -33,14 +33,12 @@ from icepark.spec.types import (
     TIMESTAMPTZ,
     TIMESTAMPTZ_NS,
     UNKNOWN,
-    V3_ONLY,
     VARIANT,
     IcebergType,
     ListType,
     NestedField,
     PrimitiveType,
     StructType,
-    TypeId,
     is_promotion_allowed,
     parse_primitive,
 )
@@ -251,14 +249,6 @@ def test_format_version_of_types() -> None:
     with pytest.raises(ValidationError, match=r"Column 's.g' has type geometry, which needs "
                                               r"format version 3 \(the table is version 2\)"):
         check_format_version_types(schema, 2)
-
-
-@pytest.mark.parametrize("t", sorted(V3_ONLY), ids=str)
-def test_the_spark_layer_check_still_refuses_every_v3_type(t: TypeId) -> None:
-    schema = Schema.of(NestedField.optional(1, "c", PrimitiveType(t)))
-    with pytest.raises(UnsupportedFeature, match=f"Column 'c' has type {t.value}"):
-        check_v3_types(schema, "read or write")
-    check_v3_types(schema, "read", refused=frozenset())
 
 
 # Schema evolution: "v3+ valid type promotions"

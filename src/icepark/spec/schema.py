@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from icepark.errors import Remedy, UnsupportedFeature, ValidationError
+from icepark.errors import Remedy, ValidationError
 from icepark.spec.types import (
     V3_ONLY,
     IcebergType,
@@ -307,28 +307,6 @@ def index_by_id(obj: Schema | IcebergType) -> dict[int, NestedField]:
     visitor = _IndexById()
     visit(obj, visitor)
     return visitor.index
-
-
-def check_v3_types(obj: Schema | IcebergType, action: str,
-                   refused: frozenset[TypeId] = V3_ONLY) -> None:
-    """Raise :class:`UnsupportedFeature` naming the first column of ``obj`` whose type is one
-    of the v3 types ``refused`` (by default all of :data:`~icepark.spec.types.V3_ONLY`) that
-    the caller cannot ``action`` (e.g. ``"read or write"``) yet; other columns of the same table
-    are unaffected.
-
-    >>> from icepark.spec.types import TIMESTAMP_NS
-    >>> check_v3_types(Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS)), "read")
-    Traceback (most recent call last):
-    ...
-    icepark.errors.UnsupportedFeature: Column 't' has type timestamp_ns (format version 3), \
-which icepark cannot read yet
-    >>> check_v3_types(Schema.of(NestedField.optional(1, "t", TIMESTAMP_NS)), "read",
-    ...                refused=frozenset({TypeId.VARIANT}))
-    """
-    for path, t in _v3_columns(obj):
-        if t.type_id in refused:
-            raise UnsupportedFeature(f"Column {path!r} has type {t} (format version 3), "
-                                     f"which icepark cannot {action} yet")
 
 
 def check_format_version_types(obj: Schema | IcebergType, format_version: int) -> None:

@@ -172,10 +172,8 @@ _NESTED_IDS = frozenset({TypeId.STRUCT, TypeId.LIST, TypeId.MAP})
 V3_ONLY = frozenset({TypeId.UNKNOWN, TypeId.TIMESTAMP_NS, TypeId.TIMESTAMPTZ_NS, TypeId.VARIANT,
                      TypeId.GEOMETRY, TypeId.GEOGRAPHY})
 """Spec (v3), *Primitive Types* and *Semi-structured Types*: the types added by v3 ("using v3
-types in v1 or v2 tables can break forward compatibility"). The Arrow reader and the Python
-writer read and write all of them; where a path cannot yet, it raises
-:class:`~icepark.errors.UnsupportedFeature` naming the column
-(:func:`~icepark.spec.schema.check_v3_types`)."""
+types in v1 or v2 tables can break forward compatibility";
+:func:`~icepark.spec.schema.check_format_version_types`)."""
 NULL_DEFAULT_ONLY = frozenset({TypeId.UNKNOWN, TypeId.VARIANT, TypeId.GEOMETRY,
                                TypeId.GEOGRAPHY})
 """Spec, *Default values*: "All columns of ``unknown``, ``variant``, ``geometry``, and
