@@ -57,7 +57,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from icepark.errors import UnsupportedFeature, ValidationError
@@ -77,6 +76,7 @@ from icepark.io.arrow.expressions import (
     evaluate,
     to_pruning_expression,
 )
+from icepark.io.arrow.lineage import RowLineage, stored_lineage
 from icepark.io.arrow.name_mapping import NameMapping
 from icepark.io.arrow.parquet_file import decoded_batches, open_parquet
 from icepark.io.arrow.projection import (
@@ -320,7 +320,7 @@ class ArrowReader:
                              _extras(columns, constants, row_filter, eq_groups),
                              _Deletes(row_filter, eq_groups, deleted),
                              partition_value=self._partition_value(task),
-                             lineage=_stored_lineage(columns, self.metadata_columns))
+                             lineage=_lineage_of(columns, self.metadata_columns, task))
             for index, base, rows in self._row_groups(parquet, f, columns, task, row_filter):
                 if count_deleted(deleted, base, rows) == rows:
                     continue
@@ -391,16 +391,13 @@ class _Deletes:
     positions: Any  # sorted deleted positions
 
 
-def _stored_lineage(columns: FileColumns, names: Sequence[str]
-                    ) -> dict[str, tuple[int | None, Any]] | None:
-    """Readers of the row lineage columns the file stores ("When an existing row is moved to a
-    different data file ... The row's existing non-null ``_row_id`` must be copied into the new
-    data file"), by name, for the lineage columns requested; None if none is."""
-    wanted = [f for f in LINEAGE_FIELDS if f.name in names]
-    if not wanted:
+def _lineage_of(columns: FileColumns, names: Sequence[str], task: _Task) -> RowLineage | None:
+    """The row lineage of the task's file, if a lineage column is read."""
+    readers = stored_lineage(columns, names)
+    if readers is None:
         return None
-    return {f.name: extract(columns, f) if columns.path(f.field_id) is not None else (None, None)
-            for f in wanted}
+    return RowLineage(readers, first_row_id=task.data_file.first_row_id,
+                      data_sequence_number=task.data_sequence_number)
 
 
 def _extras(columns: FileColumns, constants: Mapping[int, Any], row_filter: BoundExpr,
@@ -418,7 +415,7 @@ class _FilePlan:
     def __init__(self, reader: ArrowReader, task: _Task, projection: Projection,
                  extras: dict[int, tuple[int | None, Any]], deletes: _Deletes, *,
                  partition_value: Any,
-                 lineage: dict[str, tuple[int | None, Any]] | None = None) -> None:
+                 lineage: RowLineage | None = None) -> None:
         self.task = task
         self.metadata = reader.metadata_columns
         self.arrow_schema = reader.arrow_schema
@@ -428,7 +425,7 @@ class _FilePlan:
         self.lineage = lineage
         self.tops = sorted(set(projection.file_columns)
                            | {t for t, _ in extras.values() if t is not None}
-                           | {t for t, _ in (lineage or {}).values() if t is not None})
+                           | (set() if lineage is None else lineage.tops))
         self.positions = {top: i for i, top in enumerate(self.tops)}
         self.partition_value = partition_value
 
@@ -441,7 +438,8 @@ class _FilePlan:
             batch = batch.filter(pa.array(keep))
             positions = positions[keep]
             n = batch.num_rows
-        lineage = self._lineage(batch, positions)
+        lineage = ({} if self.lineage is None
+                   else self.lineage.arrays(batch, positions, self.positions))
         out = self.projection.apply(batch, self.positions)
         if self.extras and n:
             values = {fid: fn(batch.column(self.positions[top])) if top is not None else fn(n)
@@ -461,31 +459,6 @@ class _FilePlan:
             return out
         return pa.RecordBatch.from_arrays([*out.columns, *self._metadata(positions, lineage)],
                                           schema=self.arrow_schema)
-
-    def _lineage(self, batch: Any, positions: Any) -> dict[str, Any]:
-        """The row lineage columns of the batch's rows (at file ``positions``): stored values,
-        else inherited from the file's ``first_row_id`` and data sequence number."""
-        if self.lineage is None:
-            return {}
-        n = len(positions)
-        first_row_id = self.task.data_file.first_row_id
-        seq = self.task.data_sequence_number
-        out = {}
-        for name, (top, read) in self.lineage.items():
-            if first_row_id is None:
-                out[name] = pa.nulls(n, pa.int64())
-                continue
-            if name == ROW_ID.name:
-                inherited = pa.array(positions + first_row_id, pa.int64())
-            else:
-                inherited = pa.nulls(n, pa.int64()) if seq is None else repeat(
-                    pa.array([seq], pa.int64()), n)
-            if top is None:
-                out[name] = inherited
-            else:
-                stored = pc.cast(read(batch.column(self.positions[top])), pa.int64())
-                out[name] = pc.coalesce(stored, inherited)
-        return out
 
     def _metadata(self, positions: Any, lineage: Mapping[str, Any]) -> list[Any]:
         n = len(positions)
