@@ -4,8 +4,8 @@ Both engines share one warehouse (the reference's ``hadoop`` catalog, icepark's 
 catalog). For what icepark writes, the reference reads exactly our rows, snapshots, files and
 partition values; for what the reference writes (SQL DML in both row-level modes, its
 procedures and evolution, v3), both icepark readers (Arrow and Spark) read exactly its rows.
-Alternating writers keep one valid history. What icepark does not support yet (writing to v3
-tables, deletion vectors, the v3 types) is a typed refusal, asserted here.
+Alternating writers keep one valid history. The v3 deletion vectors and row lineage, both
+ways, are in ``test_java_reference_v3.py``.
 
 The reference's Spark cannot read the ``time`` type at all ("Spark does not support time
 fields"), so the schemas here leave it out; pyiceberg and DuckDB check it
@@ -205,19 +205,23 @@ def test_the_reference_reads_icepark_deletes_time_travel_and_refs(
         set(range(20)))
 
 
-def test_the_reference_loads_icepark_v3_tables_which_icepark_does_not_write_yet(
+def test_the_reference_and_icepark_write_one_v3_table_in_turn(
         spark: SparkSession, shared: Shared) -> None:
+    """A v3 table icepark creates (with a write-default): the reference writes a row, icepark
+    appends after it with the next row ID, and the reference reads icepark's lineage."""
     schema = Schema.of(NestedField.required(1, "id", LONG),
                        NestedField.optional(2, "tier", STRING, write_default="free"))
     table = shared.ours.create_table(shared.ident("v3"), schema, format_version=3)
     shared.reference.sql(f"INSERT INTO {shared.ref('v3')} (id, tier) VALUES (1, 'gold')")
     assert theirs(shared, f"SELECT * FROM {shared.ref('v3')}") == [{"id": 1, "tier": "gold"}]
     assert ours_arrow(table) == ours_spark(spark, table) == [{"id": 1, "tier": "gold"}]
-    next_row_id = table.refresh().metadata.next_row_id
-    assert next_row_id == 1  # the reference assigned row ID 0
-    with pytest.raises(UnsupportedFeature, match="format version 3 table is not supported yet"):
-        append(table, [{"id": 2, "tier": None}])
-    assert table.refresh().metadata.next_row_id == next_row_id
+    assert table.refresh().metadata.next_row_id == 1  # the reference assigned row ID 0
+    table = append(table, [{"id": 2, "tier": None}])
+    assert table.metadata.next_row_id == 2
+    assert theirs(shared, f"SELECT _row_id, _last_updated_sequence_number, * FROM "
+                          f"{shared.ref('v3')}") == [
+        {"_row_id": 0, "_last_updated_sequence_number": 1, "id": 1, "tier": "gold"},
+        {"_row_id": 1, "_last_updated_sequence_number": 2, "id": 2, "tier": None}]
 
 
 # ----------------------------------------------------------------- the reference writes
@@ -267,10 +271,11 @@ def test_icepark_reads_exactly_what_the_reference_writes(spark: SparkSession, sh
     assert len(table.refresh().snapshots()) == 2
 
 
-def test_reference_v3_tables_load_and_read_up_to_what_icepark_does_not_support(
+def test_reference_v3_tables_read_with_deletion_vectors_and_timestamp_ns(
         spark: SparkSession, shared: Shared) -> None:
-    """Row lineage and plain rows read; a file with a deletion vector and a timestamp_ns column
-    raise UnsupportedFeature naming them, while the rest of the table reads."""
+    """The reference's deletion vector applies in both readers; a ``timestamp_ns`` column the
+    reference adds reads as null for its older rows, exactly for the row icepark appends, and
+    through Spark only in a read mode the caller chose."""
     t = shared.ref("v3")
     shared.reference.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) USING iceberg PARTITIONED BY "
                          "(s) TBLPROPERTIES ('format-version'='3', "
@@ -283,15 +288,10 @@ def test_reference_v3_tables_load_and_read_up_to_what_icepark_does_not_support(
     shared.reference.sql(f"DELETE FROM {t} WHERE id = 4")  # a deletion vector on the 'y' file
     table = table.refresh()
     assert any(f.is_deletion_vector for f in live_files(table))
-    assert ours_arrow(table, row_filter="s = 'x'") == rows[:3]
-    assert ours_spark(spark, table, row_filter="s = 'x'") == rows[:3]
-    with pytest.raises(UnsupportedFeature, match=r"deletion vector"):
-        ours_arrow(table)
-    with pytest.raises(UnsupportedFeature, match=r"deletion vector"):
-        ours_spark(spark, table)
+    rows = [r for r in rows if r["id"] != 4]
+    assert ours_arrow(table) == ours_spark(spark, table) == rows
 
     shared.reference.python(
-        "from py4j.java_gateway import java_import\n"
         "jvm = spark._jvm\n"
         f"t = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, "
         f"'{t}')\n"
@@ -299,16 +299,33 @@ def test_reference_v3_tables_load_and_read_up_to_what_icepark_does_not_support(
         "jvm.org.apache.iceberg.types.Types.TimestampNanoType.withoutZone()).commit()\n")
     table = shared.ours.load_table(shared.ident("v3"))
     assert str(table.schema().find_field("tns").field_type) == "timestamp_ns"
-    assert ours_arrow(table, row_filter="s = 'x'", selected_fields=("id", "s")) == rows[:3]
-    reads: list[Callable[[], object]] = [lambda: ours_arrow(table, row_filter="s = 'x'"),
-                                         lambda: ours_spark(spark, table, row_filter="s = 'x'")]
-    for read in reads:
-        with pytest.raises(UnsupportedFeature, match=(
-                r"^Column 'tns' has type timestamp_ns \(format version 3\), which icepark "
-                r"cannot read or write yet$")):
-            read()
-    with pytest.raises(UnsupportedFeature, match="format version 3 table is not supported yet"):
-        table.append(pa.table({"id": pa.array([9], pa.int64()), "s": ["x"]}))
+    with_tns: list[dict[str, Any]] = [{**r, "tns": None} for r in rows]
+    assert ours_arrow(table) == with_tns
+    with pytest.raises(UnsupportedFeature, match=r"timestamp_ns='micros'"):
+        ours_spark(spark, table)
+    assert ours_spark(spark, table, timestamp_ns="nanos") == with_tns
+    nanos = 1_709_251_200_123_456_789
+    table.append(pa.table({"id": pa.array([9], pa.int64()), "s": ["x"],
+                           "tns": pa.array([nanos], pa.timestamp("ns"))}))
+    got = ours_spark(spark, table, timestamp_ns="nanos")
+    assert got[-1] == {"id": 9, "s": "x", "tns": nanos}
+    arrow = table.refresh().scan("id = 9").to_arrow()
+    assert arrow.column("tns").cast(pa.int64()).to_pylist() == [nanos]
+    # the reference's Spark cannot hold timestamp_ns ("Cannot convert unknown type to Spark");
+    # its generic Java reader reads the column: LocalDateTime, whose nanosecond field checks
+    # the value
+    theirs_rows = shared.reference.python(
+        "jvm = spark._jvm\n"
+        f"t = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, "
+        f"'{t}')\n"
+        "records = jvm.org.apache.iceberg.data.IcebergGenerics.read(t).build().iterator()\n"
+        "result = []\n"
+        "while records.hasNext():\n"
+        "    r = records.next()\n"
+        "    ts = r.getField('tns')\n"
+        "    result.append([r.getField('id'), None if ts is None else ts.toString()])\n")
+    assert sorted(map(tuple, theirs_rows)) == sorted(
+        [(r["id"], None) for r in rows] + [(9, "2024-03-01T00:00:00.123456789")])
 
 
 # ------------------------------------------------------------------ alternating writers
