@@ -31,7 +31,9 @@ nanoseconds (times 1000), and a ``LongType`` column is taken as nanoseconds sinc
 (what ``nanos`` reads), so a read-modify-write keeps every digit. Spark's own Parquet writer
 can only write ``TIMESTAMP(MICROS)``, so these columns go through icepark's Parquet writer
 in the tasks (:func:`as_nanosecond_batch` turns their ``int64`` values into Arrow
-``timestamp[ns]`` first).
+``timestamp[ns]`` first). Partition values and sort keys are computed on the exact
+``LongType`` nanoseconds whichever form a write gives (:func:`nanos_column`;
+:mod:`icepark.spark.transforms`).
 
 >>> read_mode(None, "micros")
 'micros'
@@ -134,6 +136,34 @@ def micros_column(col: Column, t: PrimitiveType) -> Column:
     return stamp if t.type_id is TypeId.TIMESTAMPTZ_NS else stamp.cast(T.TimestampNTZType())
 
 
+def nanos_column(col: Column, given: T.DataType, name: str) -> Column:
+    """A ``timestamp_ns``/``timestamptz_ns`` column a write gives as Spark type ``given``, as
+    ``LongType`` nanoseconds since the epoch, the form the partition transforms and sort keys
+    take (:func:`icepark.spark.transforms.source_column`): ``LongType`` is that already; a
+    Spark timestamp (``TimestampNTZType``, ``TimestampType``) is its microseconds times 1000,
+    exact, as the tasks write it (``unix_micros`` reads a ``timestamp_ntz``'s own value, not
+    shifted by the session time zone). A timestamp beyond what a long of nanoseconds holds
+    (1677-09-21 to 2262-04-11) fails the job naming it, whether or not ANSI mode is on;
+    another type is a :class:`~icepark.errors.ValidationError` naming the column ``name``."""
+    if isinstance(given, T.LongType):
+        return col
+    if not isinstance(given, (T.TimestampType, T.TimestampNTZType)):
+        raise ValidationError(
+            f"Column {name!r} is {given.simpleString()} in the data: a nanosecond timestamp is "
+            "written from bigint nanoseconds since the epoch or a Spark timestamp")
+    micros = F.unix_micros(col)
+    low, high = _NANOSECOND_MICROS
+    message = F.concat(F.lit("Cannot write "), col.cast(T.StringType()),
+                       F.lit(f" to the nanosecond timestamp column {name!r}: a long of "
+                             "nanoseconds since 1970 holds only 1677-09-21 to 2262-04-11"))
+    return (F.when((micros < F.lit(low)) | (micros > F.lit(high)), F.raise_error(message))
+            .otherwise(micros * F.lit(NANOS_PER_MICRO)))
+
+
+_NANOSECOND_MICROS = (-(2**63 // NANOS_PER_MICRO), (2**63 - 1) // NANOS_PER_MICRO)
+"""The microseconds whose nanoseconds fit a long."""
+
+
 # ----------------------------------------------------------------------------- Arrow
 
 
@@ -216,4 +246,5 @@ def _as_nanos(arr: Any, t: IcebergType) -> Any:
 
 __all__ = ["MODES", "NANO_TYPES", "READ_MODE_CONF", "READ_MODE_OPTION", "ReadMode",
            "as_nanosecond_batch", "check_readable", "floor_micros", "has_nanos",
-           "micros_column", "nano_columns", "nanosecond_input_schema", "read_mode"]
+           "micros_column", "nano_columns", "nanos_column", "nanosecond_input_schema",
+           "read_mode"]

@@ -4,7 +4,9 @@ Spec, *Partition Transforms*: a transform "is applied to the source column to pr
 value"; "All transforms must return ``null`` for a ``null`` input value." The reference semantics
 are :meth:`icepark.spec.transforms.Transform.function` on Python values; a parity test runs
 both on random values. Columns are expected in the table layout of
-:func:`icepark.spark.schema.to_spark` (uuid as its string, time as ``TimeType``).
+:func:`icepark.spark.schema.to_spark` (uuid as its string, time as ``TimeType``), nanosecond
+timestamps as ``LongType`` nanoseconds since the epoch (see below; :func:`source_column` takes
+them from a DataFrame in either form a write gives).
 
 How each transform is computed (every expression is safe under ``spark.sql.ansi.enabled``,
 Spark 4's default: no intermediate value overflows, and a partition value that does not fit
@@ -18,11 +20,16 @@ its result type fails the job with ``raise_error``, as the Arrow kernels raise
   ``hash(ZERO_SEED_KEY, x)`` is Murmur3 of ``x`` seeded with 0, natively. For a long Spark
   hashes exactly the spec's 8 little-endian bytes, so int, long, date, time, timestamp and
   timestamptz are ``hash(ZERO_SEED_KEY, long_value)`` (~20M rows/s on 2 cores, as fast as
-  Spark's own ``hash``). For bytes Spark's hash equals Murmur3 only when the length is a
-  multiple of 4 (it mixes each trailing byte as a block of its own), so uuid (16 bytes) and
-  fixed[4k] are native too. string, binary and other fixed lengths go through an Arrow UDF
-  calling ``mmh3`` (~3M rows/s); decimals through an Arrow UDF running a numpy Murmur3 of
-  "``minBigEndian(unscaled(v))``" on Arrow's decimal128 storage (~2.5M rows/s, any precision).
+  Spark's own ``hash``), and so are ``timestamp_ns``/``timestamptz_ns`` of their microseconds
+  (Appendix B: "Nanosecond timestamps must be converted to microsecond precision before
+  hashing to ensure timestamps have the same hash value"): ``floor(ns / 1000)``, as the
+  spec's ``hashLong(microsecsFromUnixEpoch(v))`` (``2017-11-16T22:31:08.000001001`` hashes
+  as ``...08.000001``, ``-1`` ns as ``-1`` µs). For bytes Spark's hash equals Murmur3 only
+  when the length is a multiple of 4 (it mixes each trailing byte as a block of its own), so
+  uuid (16 bytes) and fixed[4k] are native too. string, binary and other fixed lengths go
+  through an Arrow UDF calling ``mmh3`` (~3M rows/s); decimals through an Arrow UDF running
+  a numpy Murmur3 of "``minBigEndian(unscaled(v))``" on Arrow's decimal128 storage (~2.5M
+  rows/s, any precision).
   Measured alternatives for strings, 5M rows, local[2], best of 5 on a loaded machine:
   Arrow UDF + ``mmh3`` 1.6 s (short) / 2.6 s (~140 bytes); native hash of the whole 4-byte
   blocks plus a numpy UDF finishing the tail, 1.8 s / 2.9 s; pandas UDF + ``mmh3`` ~2 s / 2.8 s;
@@ -39,13 +46,23 @@ its result type fails the job with ``raise_error``, as the Arrow kernels raise
   ("a valid UTF-8 string with no more than L code points"; measured: a non-BMP character
   counts as one); binary counts bytes.
 * ``year``/``month``/``day``/``hour``: days and hours are floor divisions of
-  ``unix_date``/``unix_micros`` (so 1969-12-31T23:00 is hour -1); year and month come from
-  Spark's proleptic Gregorian ``year``/``month`` of that day, which match the spec's civil
-  calendar for every int day. Nothing depends on the session time zone.
-* ``identity`` is the column; ``void`` a typed null ("Always produces ``null``").
-* A transform icepark does not know, and any transform of a nanosecond timestamp
-  (``timestamp_ns``, ``timestamptz_ns``: Spark has no nanosecond type to hold such a column),
-  raise :class:`~icepark.errors.UnsupportedFeature`.
+  ``unix_date``/``unix_micros``, or of the nanoseconds (so 1969-12-31T23:00 is hour -1, and
+  1969-12-31T23:59:59.999999999 is day -1 and hour -1); year and month come from Spark's
+  proleptic Gregorian ``year``/``month`` of that day, which match the spec's civil calendar
+  for every int day. Nothing depends on the session time zone.
+* ``identity`` is the column (a nanosecond timestamp's long nanoseconds, which the writer
+  stores as the ``timestamp_ns`` partition value); ``void`` a typed null ("Always produces
+  ``null``"; a null long for a nanosecond timestamp).
+* A transform icepark does not know raises :class:`~icepark.errors.UnsupportedFeature`.
+
+Nanosecond timestamps (``timestamp_ns``, ``timestamptz_ns``): Spark has no type of their
+precision, so the transforms take them as ``LongType`` nanoseconds since the epoch
+(:mod:`icepark.spark.nanos`), the "``timestamp_ns``, ``timestamptz_ns``" sources of every
+time transform and of ``bucket[N]``; a write may give Spark timestamps instead (whole
+microseconds), which :func:`source_column` turns into their exact nanoseconds first, so
+partition values and sort keys (:mod:`icepark.spark.writer.distribution`) are computed on
+one form, to the nanosecond. No quotient of a long of nanoseconds overflows its result type
+(+-106,752 days, +-2.6 million hours).
 
 >>> import mmh3, struct
 >>> mmh3.hash(struct.pack("<i", ZERO_SEED_KEY), 42)
@@ -66,10 +83,11 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.pandas import functions as pandas_functions
 
-from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.errors import ValidationError
+from icepark.spark.nanos import nanos_column
 from icepark.spark.schema import FIELD_ID, quote, to_spark_type, uuid_to_bytes
 from icepark.spec.datetimes import MICROS_PER_DAY, MICROS_PER_HOUR
-from icepark.spec.hashing import NANO_TIMESTAMPS
+from icepark.spec.hashing import NANO_TIMESTAMPS, NANOS_PER_MICRO
 from icepark.spec.partitioning import PartitionSpec, check_partition_source
 from icepark.spec.schema import Schema
 from icepark.spec.transforms import Transform, TransformKind
@@ -81,7 +99,7 @@ _M1, _M2 = 0x85EBCA6B, 0xC2B2AE35  # its final-mix constants
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _LONG_RANGE = (-(2**63), 2**63 - 1)
 _INT_LIKE = frozenset({TypeId.INT, TypeId.LONG, TypeId.DATE, TypeId.TIME, TypeId.TIMESTAMP,
-                       TypeId.TIMESTAMPTZ})
+                       TypeId.TIMESTAMPTZ}) | NANO_TIMESTAMPS
 
 
 def _rotr(x: int, r: int) -> int:
@@ -108,12 +126,13 @@ ZERO_SEED_KEY = _zero_seed_key()
 
 
 def transform_column(transform: Transform, source_type: IcebergType, col: Column) -> Column:
-    """The partition values of ``col`` (of ``source_type``) under ``transform``, typed as
-    ``transform.result_type(source_type)`` in Spark (``day`` is a date)."""
+    """The partition values of ``col`` (of ``source_type``; a nanosecond timestamp as
+    ``LongType`` nanoseconds) under ``transform``, typed as ``transform.result_type(source_type)``
+    in Spark (``day`` is a date; a nanosecond timestamp a long)."""
     transform.check_computable()
-    _check_spark_source(source_type, f"{transform}")
     if transform.is_void:
-        return F.lit(None).cast(to_spark_type(transform.result_type(source_type)))
+        result = transform.result_type(source_type)
+        return F.lit(None).cast(to_spark_type(result, timestamp_ns="nanos"))
     source = transform.check_source(source_type)
     match transform.kind:
         case TransformKind.IDENTITY:
@@ -125,7 +144,8 @@ def transform_column(transform: Transform, source_type: IcebergType, col: Column
         case TransformKind.DAY if source.type_id is TypeId.DATE:
             return col
         case TransformKind.DAY:
-            return F.date_from_unix_date(_floor_div(F.unix_micros(col), MICROS_PER_DAY)
+            value, per_micro = _since_epoch(source, col)
+            return F.date_from_unix_date(_floor_div(value, MICROS_PER_DAY * per_micro)
                                          .cast(T.IntegerType()))
         case TransformKind.HOUR:
             return _hour(source, col)
@@ -144,7 +164,8 @@ def partition_columns(spec: PartitionSpec, schema: Schema, df: DataFrame) -> lis
 
     Spec: "The source column, selected by id, must be a primitive type and cannot be contained
     in a map or list, but may be nested in a struct." A spec with an unknown transform raises
-    :class:`~icepark.errors.UnsupportedFeature` (:meth:`PartitionSpec.check_writable`).
+    :class:`~icepark.errors.UnsupportedFeature` (:meth:`PartitionSpec.check_writable`). Sources
+    are taken by :func:`source_column` (nanosecond timestamps as their exact nanoseconds).
     """
     spec.check_writable()
     columns = []
@@ -153,21 +174,30 @@ def partition_columns(spec: PartitionSpec, schema: Schema, df: DataFrame) -> lis
             column = transform_column(f.transform, INT, F.lit(None))  # a dropped source
         else:
             source = check_partition_source(schema, f.source_id, f.transform, f.name)
-            column = transform_column(f.transform, source, _source_column(df, schema,
-                                                                          f.source_id))
+            column = transform_column(f.transform, source, source_column(df, schema,
+                                                                         f.source_id))
         columns.append(column.alias(f.name, metadata={FIELD_ID: f.field_id}))
     return columns
 
 
-def _source_column(df: DataFrame, schema: Schema, field_id: int) -> Column:
+def source_column(df: DataFrame, schema: Schema, field_id: int) -> Column:
+    """The column of ``df`` (in the table layout of ``schema``) holding the field ``field_id``,
+    nested in structs too, as the transforms take it: a ``timestamp_ns``/``timestamptz_ns``
+    as ``LongType`` nanoseconds whether ``df`` has those or Spark timestamps
+    (:func:`icepark.spark.nanos.nanos_column`), so partition values and sort keys are exact."""
     names: list[str] = []
     current: int | None = field_id
     while current is not None:
         names.append(schema.find_field(current).name)
         current = schema.parent_id(current)
+    path = ".".join(reversed(names))
     col = df[quote(names.pop())]
     while names:
         col = col.getField(names.pop())
+    t = schema.find_field(field_id).field_type
+    if isinstance(t, PrimitiveType) and t.type_id in NANO_TIMESTAMPS:
+        given = df.select(col).schema.fields[0].dataType  # as Spark resolves the path
+        return nanos_column(col, given, path)
     return col
 
 
@@ -176,9 +206,10 @@ def hash_column(source_type: PrimitiveType, col: Column) -> Column:
 
     Appendix B: "The 32-bit hash implementation is 32-bit Murmur3 hash, x86 variant, seeded
     with 0", of the value's 8 little-endian bytes for int-like types, its UTF-8 bytes, its 16
-    big-endian bytes (uuid), its bytes (fixed, binary), or "``minBigEndian(unscaled(v))``".
+    big-endian bytes (uuid), its bytes (fixed, binary), or "``minBigEndian(unscaled(v))``";
+    a nanosecond timestamp (``LongType`` nanoseconds) is hashed as its microseconds: "Nanosecond
+    timestamps must be converted to microsecond precision before hashing".
     """
-    _check_spark_source(source_type, "bucket")
     tid = source_type.type_id
     if tid in _INT_LIKE:
         value = _long_value(source_type, col)
@@ -194,13 +225,6 @@ def hash_column(source_type: PrimitiveType, col: Column) -> Column:
     raise ValidationError(f"Cannot hash {source_type} for bucketing")
 
 
-def _check_spark_source(source: IcebergType, what: str) -> None:
-    if isinstance(source, PrimitiveType) and source.type_id in NANO_TIMESTAMPS:
-        raise UnsupportedFeature(
-            f"Cannot compute {what} of a {source} column in Spark: Spark has no nanosecond "
-            "timestamp type to hold it")
-
-
 def _bucket(source: PrimitiveType, n: int, col: Column) -> Column:
     """Spec: "The hash mod ``N`` must produce a positive value by first discarding the sign bit
     of the hash value"."""
@@ -208,7 +232,8 @@ def _bucket(source: PrimitiveType, n: int, col: Column) -> Column:
 
 
 def _long_value(t: PrimitiveType, col: Column) -> Column:
-    """The stored long of an int-like value: the int, days, or microseconds."""
+    """The long an int-like value is hashed as: the int, days, or microseconds (of a
+    nanosecond timestamp, ``floor(ns / 1000)``: "``hashLong(microsecsFromUnixEpoch(v))``")."""
     match t.type_id:
         case TypeId.DATE:
             return F.unix_date(col).cast(T.LongType())
@@ -216,8 +241,19 @@ def _long_value(t: PrimitiveType, col: Column) -> Column:
             return F.time_to_micros(col)
         case TypeId.TIMESTAMP | TypeId.TIMESTAMPTZ:
             return F.unix_micros(col)
+        case TypeId.TIMESTAMP_NS | TypeId.TIMESTAMPTZ_NS:
+            return _floor_div(col, NANOS_PER_MICRO)
         case _:
             return col.cast(T.LongType())
+
+
+def _since_epoch(t: PrimitiveType, col: Column) -> tuple[Column, int]:
+    """A timestamp's long since 1970-01-01T00:00 and how many of its units make a
+    microsecond: ``unix_micros`` (1), or the ``LongType`` nanoseconds of a nanosecond
+    timestamp (1000)."""
+    if t.type_id in NANO_TIMESTAMPS:
+        return col, NANOS_PER_MICRO
+    return F.unix_micros(col), 1
 
 
 def _np_fmix(h: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -368,8 +404,12 @@ def _truncate_decimal(t: PrimitiveType, width: int, col: Column) -> Column:
 
 
 def _hour(t: PrimitiveType, col: Column) -> Column:
-    """Hours from 1970-01-01T00:00, rounded down; beyond an int (245,000 years) is an error."""
-    micros = F.unix_micros(col)
+    """Hours from 1970-01-01T00:00, rounded down; beyond an int (245,000 years) is an error
+    (a long of nanoseconds never is: +-2.6 million hours)."""
+    value, per_micro = _since_epoch(t, col)
+    if per_micro != 1:
+        return _floor_div(value, MICROS_PER_HOUR * per_micro).cast(T.IntegerType())
+    micros = value
     low, high = (_INT_RANGE[0] * MICROS_PER_HOUR, (_INT_RANGE[1] + 1) * MICROS_PER_HOUR)
     return _check((micros < F.lit(low)) | (micros >= F.lit(high)),
                   _floor_div(micros, MICROS_PER_HOUR).cast(T.IntegerType()),

@@ -56,6 +56,15 @@ _SIMPLE: dict[TypeId, AvroSchema] = {
                        "adjust-to-utc": False},
     TypeId.TIMESTAMPTZ: {"type": "long", "logicalType": "timestamp-micros",
                          "adjust-to-utc": True},
+    # v3, Appendix A: "timestamp-nanos" is "an Iceberg convention"; WKB as bytes; "unknown":
+    # "null or omitted"
+    TypeId.TIMESTAMP_NS: {"type": "long", "logicalType": "timestamp-nanos",
+                          "adjust-to-utc": False},
+    TypeId.TIMESTAMPTZ_NS: {"type": "long", "logicalType": "timestamp-nanos",
+                            "adjust-to-utc": True},
+    TypeId.GEOMETRY: "bytes",
+    TypeId.GEOGRAPHY: "bytes",
+    TypeId.UNKNOWN: "null",
 }
 
 

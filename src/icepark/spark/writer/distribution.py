@@ -12,9 +12,12 @@ task, after the distribution of the table property ``write.distribution-mode``:
 * ``none`` keeps the DataFrame's partitioning.
 
 Each task's rows are then sorted by the partition values (nulls first) and the table's default
-sort order. Both writers use this: the Python-worker writer with the partition values
-themselves as keys, the native writer (:mod:`icepark.spark.writer.native`) with their encoded
-directory names, so that Spark's own writer finds its rows already grouped.
+sort order, whose fields each have "A **transform** that is used to produce values to be
+sorted on from the source column(s)" (:func:`icepark.spark.transforms.source_column`: a
+``timestamp_ns``/``timestamptz_ns`` column sorts by its exact nanoseconds, whether the rows
+give longs or Spark timestamps). Both writers use this: the Python-worker writer with the
+partition values themselves as keys, the native writer (:mod:`icepark.spark.writer.native`)
+with their encoded directory names, so that Spark's own writer finds its rows already grouped.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 
 from icepark.errors import ValidationError
 from icepark.spark.schema import quote
-from icepark.spark.transforms import transform_column
+from icepark.spark.transforms import source_column, transform_column
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
@@ -54,7 +57,7 @@ def distributed(df: DataFrame, metadata: TableMetadata,
     distributed by ``write.distribution-mode`` and sorted within each task by the keys (nulls
     first) and the default sort order. The result has ``df``'s columns and the keys."""
     schema, order = metadata.schema(), metadata.sort_order()
-    sorts = _sort_columns(order, schema)
+    sorts = _sort_columns(order, schema, df)
     frame = df.select("*", *(c.alias(name) for name, c in partition_keys),
                       *(c.alias(f"{_SORT_PREFIX}{i}") for i, (c, _) in enumerate(sorts)))
     keys = [F.col(quote(name)) for name, _ in partition_keys]
@@ -70,25 +73,14 @@ def distributed(df: DataFrame, metadata: TableMetadata,
     return frame.select(*(F.col(quote(name)) for name in df.columns), *keys)
 
 
-def _sort_columns(order: SortOrder, schema: Schema) -> list[tuple[Column, Any]]:
+def _sort_columns(order: SortOrder, schema: Schema, df: DataFrame) -> list[tuple[Column, Any]]:
+    """The sort key of each field of ``order``: its transform of its source column in ``df``."""
     columns = []
     for f in order.fields:
         source = schema.find_field(f.source_id)
-        first, *rest = _path(schema, f.source_id)
-        col = F.col(quote(first))
-        for part in rest:
-            col = col.getField(part)
+        col = source_column(df, schema, f.source_id)
         columns.append((transform_column(f.transform, source.field_type, col), f))
     return columns
-
-
-def _path(schema: Schema, field_id: int) -> list[str]:
-    names: list[str] = []
-    current: int | None = field_id
-    while current is not None:
-        names.append(schema.find_field(current).name)
-        current = schema.parent_id(current)
-    return names[::-1]
 
 
 def _ordered(col: Column, f: Any) -> Column:
