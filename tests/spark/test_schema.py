@@ -22,14 +22,13 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.spark.layout import file_columns, read_columns
 from icepark.spark.schema import (
     ELEMENT,
     FIELD_ID,
     KEY,
     TYPE,
     VALUE,
-    file_columns,
-    read_columns,
     read_schema,
     to_iceberg,
     to_spark,

@@ -84,8 +84,9 @@ from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.pandas import functions as pandas_functions
 
 from icepark.errors import ValidationError
+from icepark.spark.layout import uuid_to_bytes
 from icepark.spark.nanos import nanos_column
-from icepark.spark.schema import FIELD_ID, quote, to_spark_type, uuid_to_bytes
+from icepark.spark.schema import FIELD_ID, quote, to_spark_type
 from icepark.spec.datetimes import MICROS_PER_DAY, MICROS_PER_HOUR
 from icepark.spec.hashing import NANO_TIMESTAMPS, NANOS_PER_MICRO
 from icepark.spec.partitioning import PartitionSpec, check_partition_source

@@ -47,9 +47,10 @@ from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.reader import LINEAGE_COLUMN_NAMES
 from icepark.spark.filters import spark_filter
+from icepark.spark.layout import read_columns
 from icepark.spark.nanos import ReadMode, check_readable, read_mode
 from icepark.spark.reader.scan_rows import scan_rows
-from icepark.spark.schema import Nanos, quote, read_columns, to_spark
+from icepark.spark.schema import Nanos, quote, to_spark
 from icepark.spark.session import case_sensitive
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType

@@ -63,12 +63,12 @@ from icepark.errors import CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
 from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
+from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
 from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
-from icepark.spark.schema import read_columns
 from icepark.spark.writer.data_files import RECORDS, write_data_files
 from icepark.spark.writer.tasks import delete_job_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id

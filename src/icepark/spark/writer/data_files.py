@@ -40,7 +40,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.io.fileio import FileIO
-from icepark.spark.schema import file_columns
+from icepark.spark.layout import file_columns
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.distribution import distributed
 from icepark.spark.writer.file_size import max_records_per_file
