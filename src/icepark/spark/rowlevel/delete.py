@@ -52,11 +52,10 @@ Non-Parquet files are not supported (:class:`~icepark.errors.UnsupportedFeature`
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.errors import CommitStateUnknown, ValidationError
@@ -65,19 +64,14 @@ from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
-from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
-from icepark.spark.rowlevel import delete_tasks, dv_tasks
-from icepark.spark.rowlevel.delete_tasks import GROUP_COLUMN, WHOLE_COLUMN, PositionDeleteTask
-from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
-from icepark.spark.writer.data_files import RECORDS, write_data_files
-from icepark.spark.writer.tasks import delete_job_files
+from icepark.spark.reader.scan_rows import FILE_NUMBER, ScanRows, scan_rows
+from icepark.spark.rowlevel.positions import write_deletes
+from icepark.spark.writer.data_files import write_data_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
-from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LINEAGE_FIELDS
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.table.scan.delete_index import referenced_data_file
 from icepark.table.scan.tasks import FileScanTask
 from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.validation import (
@@ -292,37 +286,35 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
 def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
                    properties: dict[str, str]) -> DeleteResult:
     """Write the positions of the matching rows to position delete files (v2) or deletion
-    vectors (v3), except those of files removed whole; one row delta adds them, removes the
-    files removed whole and, on v3, the vectors and single-file position delete files the new
-    vectors replace."""
+    vectors (v3), except those of files removed whole
+    (:func:`icepark.spark.rowlevel.positions.write_deletes`); one row delta adds them, removes
+    the files removed whole and, on v3, the vectors and single-file position delete files the
+    new vectors replace."""
     metadata = table.metadata
     # numbered in path order, so that the file numbers sort as the paths do
     to_read = sorted(plan.to_read, key=lambda t: t.data_file.file_path)
     scanned = _scan(spark, table, plan, to_read)
-    vectors = metadata.format_version >= 3
-    job_id, data_path, job = (_vector_job(spark, table, scanned, plan, to_read) if vectors
-                              else _position_job(spark, metadata, scanned, plan, to_read))
-    files: list[DataFile] = []
+    written = write_deletes(spark, table, scanned.rows, scanned.files, to_read,
+                            planned_whole={t.data_file.file_path for t in plan.whole})
     try:
-        files, whole, added = delete_tasks.collect(job)
-        gone = {r.file_path for r in whole}
+        gone = {r.file_path for r in written.whole}
         removed = [*plan.whole, *(t for t in plan.partial if t.data_file.file_path in gone)]
-        counts = {r.file_path: r.rows for r in whole}
-        if not files:
+        counts = {r.file_path: r.rows for r in written.whole}
+        if not written.files:
             return _delete_whole_files(table, plan, removed, counts=counts, branch=branch,
                                        properties=properties)
-        deleted = plan.deleted_rows(counts) + added
+        deleted = plan.deleted_rows(counts) + written.deleted_rows
         unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
         referenced = [t.data_file.file_path for t in plan.partial
                       if t.data_file.file_path not in gone
-                      and any(may_apply(d, t.data_file, unpartitioned) for d in files)]
+                      and any(may_apply(d, t.data_file, unpartitioned) for d in written.files)]
         delta = table.new_row_delta(
-            branch=branch, snapshot_properties={**properties, JOB_ID_PROPERTY: job_id})
-        for f in files:
+            branch=branch, snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})
+        for f in written.files:
             delta.add_deletes(f)
         for t in removed:
             delta.remove_rows(t.data_file)
-        for replaced in _replaced_deletes(files, to_read) if vectors else ():
+        for replaced in written.replaced:
             delta.remove_deletes(replaced)
         (delta.validate_from_snapshot(plan.head_id)
          .validate_data_files_exist(referenced)
@@ -333,98 +325,10 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     except CommitStateUnknown:
         raise
     except BaseException:
-        delete_job_files(table.io, data_path, job_id, [f.file_path for f in files])
+        written.abort(table)
         raise
-    return DeleteResult(deleted, len(removed), 0, len(files), head_id(table.metadata, branch))
-
-
-def _replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
-                      ) -> list[DataFile]:
-    """The live deletes that new deletion vectors replace: "there can be at most one deletion
-    vector for a given data file", so the old vector goes; position delete files of that data
-    file alone are merged into the vector and go too ("Position delete files that contain
-    deletes for more than one data file need to be kept in table metadata until all deletes
-    are replaced by DVs")."""
-    by_path = {t.data_file.file_path: t for t in tasks}
-    out: dict[object, DataFile] = {}
-    for f in files:
-        task = by_path.get(f.referenced_data_file or "")
-        if task is None:
-            continue
-        for d in task.delete_files:
-            if d.is_deletion_vector or (d.content is FileContent.POSITION_DELETES
-                                        and referenced_data_file(d) == task.data_file.file_path):
-                out[d.entry_key] = d
-    return list(out.values())
-
-
-def _position_job(spark: SparkSession, metadata: TableMetadata, scanned: ScanRows, plan: _Plan,
-                  to_read: Sequence[FileScanTask]) -> tuple[str, str, DataFrame]:
-    """The job writing position delete files (v2): its ID, data path and DataFrame."""
-    task = _position_task(metadata, to_read)
-    job = (_sorted_positions(spark, scanned, plan, to_read, task)
-           .mapInArrow(delete_tasks.map_function(task), RECORDS))
-    return task.job_id, task.data_path, job
-
-
-def _vector_job(spark: SparkSession, table: Table, scanned: ScanRows, plan: _Plan,
-                to_read: Sequence[FileScanTask]) -> tuple[str, str, DataFrame]:
-    """The job writing deletion vectors (v3): its ID, data path and DataFrame."""
-    metadata = table.metadata
-    task = DeletionVectorTask(
-        job_id=str(uuid.uuid4()), table_location=metadata.location,
-        properties=dict(metadata.properties), schema=metadata.schema(),
-        files={t.data_file.file_path: t.data_file for t in to_read},
-        existing={t.data_file.file_path: tuple(
-            d for d in t.delete_files if d.content is FileContent.POSITION_DELETES)
-            for t in to_read},
-        file_io=table.io)
-    job = (_sorted_positions(spark, scanned, plan, to_read, None)
-           .mapInArrow(dv_tasks.map_function(task), RECORDS))
-    return task.job_id, task.data_path, job
-
-
-def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
-                   ) -> PositionDeleteTask:
-    """The write task, with one (spec, partition) group per partition of ``tasks``."""
-    return PositionDeleteTask(
-        job_id=str(uuid.uuid4()), table_location=metadata.location,
-        properties=dict(metadata.properties), schema=metadata.schema(),
-        specs={s.spec_id: s for s in metadata.partition_specs},
-        groups=tuple(dict.fromkeys((t.data_file.spec_id, tuple(t.data_file.partition))
-                                   for t in tasks)))
-
-
-def _sorted_positions(spark: SparkSession, scanned: ScanRows, plan: _Plan,
-                      tasks: Sequence[FileScanTask],
-                      task: PositionDeleteTask | None) -> DataFrame:
-    """``(group, file_path, pos, whole)`` of the matching live rows, sorted. With a position
-    delete ``task``, each (spec, partition) group is in one Spark partition; without (for
-    deletion vectors), each data file is. ``whole`` marks the rows of a file removed whole:
-    one that planning found matching whole, or one without delete files whose matched rows
-    are all its rows (counted per file by a window in the same job, without another scan)."""
-    index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
-    number = {f.file_path: i for i, f in enumerate(scanned.files)}
-    planned_whole = {t.data_file.file_path for t in plan.whole}
-    keys = spark.createDataFrame(
-        [(number[t.data_file.file_path], t.data_file.file_path,
-          index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
-          t.data_file.file_path in planned_whole,
-          None if t.delete_files else t.data_file.record_count) for t in tasks],
-        f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, __icepark_planned boolean, "
-        "__icepark_records long")
-    spread = len(tasks) if task is None else len(task.groups)
-    partitions = max(1, min(spread, spark.sparkContext.defaultParallelism))
-    by = FILE_NUMBER if task is None else GROUP_COLUMN
-    matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
-    return (scanned.rows.select(FILE_NUMBER, ROW_POSITION)
-            .join(F.broadcast(keys), FILE_NUMBER)
-            .repartition(partitions, by)
-            .withColumn(WHOLE_COLUMN, F.col("__icepark_planned") | F.coalesce(
-                matched == F.col("__icepark_records"), F.lit(False)))
-            .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
-            .select(GROUP_COLUMN, "file_path", F.col(ROW_POSITION).alias("pos"),
-                    WHOLE_COLUMN))
+    return DeleteResult(deleted, len(removed), 0, len(written.files),
+                        head_id(table.metadata, branch))
 
 
 __all__ = ["COPY_ON_WRITE", "DELETE_MODE", "MERGE_ON_READ", "DeleteResult", "delete_mode",

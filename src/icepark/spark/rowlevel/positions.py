@@ -1,0 +1,175 @@
+"""Merge-on-read delete files from the positions of rows: the Spark side shared by DELETE,
+UPDATE and MERGE.
+
+A row-level change that removes rows without rewriting their files writes where they are:
+each removed row's data file (a number into the scanned files) and position
+(``_metadata.row_index``, "position in the data file, starting at 0", as position deletes
+count). On a v2 table they go to position delete files (:mod:`icepark.spark.rowlevel.delete_tasks`:
+"sorted by file_path then pos", one set per spec and partition of the data files). On a v3
+table, where "Position delete files must not be added", each data file gets one deletion vector
+holding its new positions and those its earlier vector or position delete files deleted
+(:mod:`icepark.spark.rowlevel.dv_tasks`: one Puffin file per task); the vectors and
+single-file position delete files they replace are removed in the same commit
+(:func:`replaced_deletes`).
+
+A data file none of whose rows survives (every row removed, no earlier deletes) is removed whole
+instead: the tasks report it (:class:`~icepark.spark.rowlevel.delete_tasks.RemovedFile`) and
+write nothing for it. The count of removed rows per file is a window over the sorted positions,
+in the same job.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+
+from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
+from icepark.spark.rowlevel import delete_tasks, dv_tasks
+from icepark.spark.rowlevel.delete_tasks import (
+    GROUP_COLUMN,
+    WHOLE_COLUMN,
+    PositionDeleteTask,
+    RemovedFile,
+)
+from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
+from icepark.spark.writer.data_files import RECORDS
+from icepark.spark.writer.tasks import delete_job_files
+from icepark.spec.manifest import DataFile, FileContent
+from icepark.spec.metadata import TableMetadata
+from icepark.table.scan.delete_index import referenced_data_file
+from icepark.table.scan.tasks import FileScanTask
+from icepark.table.table import Table
+
+
+@dataclass(frozen=True)
+class WrittenDeletes:
+    """What a delete file job wrote and found, not yet committed."""
+
+    job_id: str
+    data_path: str
+    files: list[DataFile]
+    """New position delete files (v2) or deletion vectors (v3)."""
+    whole: list[RemovedFile]
+    """Data files every row of which was removed: to remove, not to cover with deletes."""
+    deleted_rows: int
+    """Rows the new delete files delete."""
+    replaced: list[DataFile]
+    """Live deletion vectors and single-file position delete files the new vectors replace
+    (v3): to remove in the same commit."""
+
+    def abort(self, table: Table) -> None:
+        """Delete every file of the job; best effort, after a known failure only."""
+        delete_job_files(table.io, self.data_path, self.job_id,
+                         [f.file_path for f in self.files])
+
+
+def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
+                  files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
+                  planned_whole: Collection[str] = ()) -> WrittenDeletes:
+    """Write the delete files for ``positions`` (a DataFrame of :data:`FILE_NUMBER`, an index
+    into ``files``, numbered in path order, and :data:`ROW_POSITION`; each pair once) of the
+    data files of ``tasks`` (planned with their delete files). ``planned_whole``: paths of
+    data files known to be removed whole. On a failure every file of the job is deleted."""
+    metadata = table.metadata
+    vectors = metadata.format_version >= 3
+    if vectors:
+        dv = _vector_task(table, tasks)
+        job_id, data_path = dv.job_id, dv.data_path
+        job = (sorted_positions(spark, positions, files, tasks, None, planned_whole)
+               .mapInArrow(dv_tasks.map_function(dv), RECORDS))
+    else:
+        pos = _position_task(metadata, tasks)
+        job_id, data_path = pos.job_id, pos.data_path
+        job = (sorted_positions(spark, positions, files, tasks, pos, planned_whole)
+               .mapInArrow(delete_tasks.map_function(pos), RECORDS))
+    try:
+        written, whole, added = delete_tasks.collect(job)
+    except BaseException:
+        delete_job_files(table.io, data_path, job_id, [])
+        raise
+    replaced = replaced_deletes(written, tasks) if vectors else []
+    return WrittenDeletes(job_id, data_path, written, whole, added, replaced)
+
+
+def replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
+                     ) -> list[DataFile]:
+    """The live deletes that new deletion vectors replace: "there can be at most one deletion
+    vector for a given data file", so the old vector goes; position delete files of that data
+    file alone are merged into the vector and go too ("Position delete files that contain
+    deletes for more than one data file need to be kept in table metadata until all deletes
+    are replaced by DVs")."""
+    by_path = {t.data_file.file_path: t for t in tasks}
+    out: dict[object, DataFile] = {}
+    for f in files:
+        task = by_path.get(f.referenced_data_file or "")
+        if task is None:
+            continue
+        for d in task.delete_files:
+            if d.is_deletion_vector or (d.content is FileContent.POSITION_DELETES
+                                        and referenced_data_file(d) == task.data_file.file_path):
+                out[d.entry_key] = d
+    return list(out.values())
+
+
+def _vector_task(table: Table, tasks: Sequence[FileScanTask]) -> DeletionVectorTask:
+    """The task value of a deletion vector job (v3)."""
+    metadata = table.metadata
+    return DeletionVectorTask(
+        job_id=str(uuid.uuid4()), table_location=metadata.location,
+        properties=dict(metadata.properties), schema=metadata.schema(),
+        files={t.data_file.file_path: t.data_file for t in tasks},
+        existing={t.data_file.file_path: tuple(
+            d for d in t.delete_files if d.content is FileContent.POSITION_DELETES)
+            for t in tasks},
+        file_io=table.io)
+
+
+def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
+                   ) -> PositionDeleteTask:
+    """The task value of a position delete job (v2), with one (spec, partition) group per
+    partition of ``tasks``."""
+    return PositionDeleteTask(
+        job_id=str(uuid.uuid4()), table_location=metadata.location,
+        properties=dict(metadata.properties), schema=metadata.schema(),
+        specs={s.spec_id: s for s in metadata.partition_specs},
+        groups=tuple(dict.fromkeys((t.data_file.spec_id, tuple(t.data_file.partition))
+                                   for t in tasks)))
+
+
+def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to group them
+        spark: SparkSession, positions: DataFrame, files: Sequence[DataFile],
+        tasks: Sequence[FileScanTask], task: PositionDeleteTask | None,
+        planned_whole: Collection[str]) -> DataFrame:
+    """``(group, file_path, pos, whole)`` of ``positions``, sorted. With a position delete
+    ``task``, each (spec, partition) group is in one Spark partition; without (for deletion
+    vectors), each data file is. ``whole`` marks the rows of a file removed whole: one in
+    ``planned_whole``, or one without delete files whose removed rows are all its rows
+    (counted per file by a window in the same job, without another scan)."""
+    index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
+    number = {f.file_path: i for i, f in enumerate(files)}
+    keys = spark.createDataFrame(
+        [(number[t.data_file.file_path], t.data_file.file_path,
+          index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
+          t.data_file.file_path in planned_whole,
+          None if t.delete_files else t.data_file.record_count) for t in tasks],
+        f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, __icepark_planned boolean, "
+        "__icepark_records long")
+    spread = len(tasks) if task is None else len(task.groups)
+    partitions = max(1, min(spread, spark.sparkContext.defaultParallelism))
+    by = FILE_NUMBER if task is None else GROUP_COLUMN
+    matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
+    return (positions.select(FILE_NUMBER, ROW_POSITION)
+            .join(F.broadcast(keys), FILE_NUMBER)
+            .repartition(partitions, by)
+            .withColumn(WHOLE_COLUMN, F.col("__icepark_planned") | F.coalesce(
+                matched == F.col("__icepark_records"), F.lit(False)))
+            .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
+            .select(GROUP_COLUMN, "file_path", F.col(ROW_POSITION).alias("pos"),
+                    WHOLE_COLUMN))
+
+
+__all__ = ["WrittenDeletes", "replaced_deletes", "sorted_positions", "write_deletes"]
