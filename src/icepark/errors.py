@@ -76,6 +76,12 @@ class IncompatibleColumn(ValidationError):  # noqa: N818 - reads as a noun, as N
         return IncompatibleColumn, (self.problem, self.column, self.given, self.expected)
 
 
+class CardinalityViolation(ValidationError):  # noqa: N818 - SQL's name for it
+    """A MERGE matched one target row with more than one source row where an update or delete
+    applies: which source row wins is undefined (SQL's cardinality violation). Nothing was
+    written."""
+
+
 class UnsupportedFeature(IcebergError):  # noqa: N818 - reads as a noun: "unsupported feature"
     """Valid Iceberg input that uses a feature icepark does not implement yet."""
 

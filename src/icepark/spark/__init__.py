@@ -5,6 +5,10 @@
     ips.write(df, "db.events", mode="append", create=True, partition_by=["day(ts)"])
     ips.read(spark, "db.events", row_filter="kind = 'click'", columns=["id", "ts"])
     ips.delete(spark, "db.events", "kind = 'spam'")
+    ips.update(spark, "db.events", set={"kind": "'view'"}, where="kind = 'impression'")
+    ips.merge("db.events", changes, on="t.id = s.id").when_matched_update_all() \
+        .when_not_matched_insert_all().execute()
+    ips.upsert("db.events", changes, key=["id"])
     with ips.track_progress(spark, print):   # progress of any Spark work, e.g. a read's
         ips.read(spark, "db.events").count()
 
@@ -31,7 +35,10 @@ if TYPE_CHECKING:
     from icepark.spark.imports import ImportResult, add_files, migrate, snapshot
     from icepark.spark.progress import Progress, ProgressCallback
     from icepark.spark.progress import track as track_progress
+    from icepark.spark.rowlevel.assignments import Value
     from icepark.spark.rowlevel.delete import DeleteResult
+    from icepark.spark.rowlevel.merge import MergeBuilder, MergeResult
+    from icepark.spark.rowlevel.update import UpdateResult
     from icepark.spark.schema import to_iceberg, to_spark
     from icepark.spark.session import build_session
     from icepark.spark.tables import TableLike, session_catalog
@@ -43,8 +50,11 @@ if TYPE_CHECKING:
 _LAZY = {  # name -> (module, name there)
     "DeleteResult": ("icepark.spark.rowlevel.delete", "DeleteResult"),
     "ImportResult": ("icepark.spark.imports", "ImportResult"),
+    "MergeBuilder": ("icepark.spark.rowlevel.merge", "MergeBuilder"),
+    "MergeResult": ("icepark.spark.rowlevel.merge", "MergeResult"),
     "Progress": ("icepark.spark.progress", "Progress"),
     "TableLike": ("icepark.spark.tables", "TableLike"),
+    "UpdateResult": ("icepark.spark.rowlevel.update", "UpdateResult"),
     "add_files": ("icepark.spark.imports", "add_files"),
     "build_session": ("icepark.spark.session", "build_session"),
     "migrate": ("icepark.spark.imports", "migrate"),
@@ -191,6 +201,48 @@ def delete(spark: SparkSession, table: TableLike, where: str | Expr, *,
                        snapshot_properties=snapshot_properties, progress=progress)
 
 
+def update(spark: SparkSession, table: TableLike, set: Mapping[str, Value],
+           where: str | Expr | None = None, *, branch: str = MAIN_BRANCH,
+           snapshot_properties: Mapping[str, str] | None = None,
+           progress: ProgressCallback | None = None) -> UpdateResult:
+    """``UPDATE table SET ... WHERE ...`` in one snapshot: ``set`` maps columns to Spark SQL
+    expressions over the row (``{"x": "x + 1"}``) or Columns, ``where`` is a row filter as
+    :func:`delete` takes (every row by default). Copy-on-write or merge-on-read as the table
+    property ``write.update.mode`` says (:func:`icepark.spark.rowlevel.update.update_rows`)."""
+    from icepark.spark.rowlevel.update import update_rows  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return update_rows(spark, resolve(spark, table), set, where, branch=branch,
+                       snapshot_properties=snapshot_properties, progress=progress)
+
+
+def merge(table: TableLike, source: DataFrame, on: Value, *, source_alias: str = "s",
+          target_alias: str = "t") -> MergeBuilder:
+    """``MERGE INTO table USING source ON on``: add ``when_...`` clauses, then
+    ``execute()`` (:mod:`icepark.spark.rowlevel.merge`). ``on`` and the clauses' conditions
+    and values are Spark SQL over the two aliases (``t`` and ``s`` by default), or Columns.
+    Copy-on-write or merge-on-read as the table property ``write.merge.mode`` says."""
+    from icepark.spark.rowlevel.merge import merge as merge_into  # noqa: PLC0415 - see _LAZY
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    spark = source.sparkSession
+    return merge_into(spark, resolve(spark, table), source, on, source_alias=source_alias,
+                      target_alias=target_alias)
+
+
+def upsert(table: TableLike, df: DataFrame, key: Sequence[str] | None = None, *,
+           branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None,
+           progress: ProgressCallback | None = None) -> MergeResult:
+    """Update the rows of ``table`` whose ``key`` (default: the table's identifier fields) is
+    in ``df`` with ``df``'s values, and insert the rest, in one snapshot: a MERGE
+    (:func:`icepark.spark.rowlevel.merge.upsert`). A key twice in ``df`` is an error."""
+    from icepark.spark.rowlevel.merge import upsert as merge_upsert  # noqa: PLC0415
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return merge_upsert(resolve(df.sparkSession, table), df, key, branch=branch,
+                        snapshot_properties=snapshot_properties, progress=progress)
+
+
 def metadata_table(spark: SparkSession, table: TableLike, name: str,
                    snapshot_id: int | None = None) -> DataFrame:
     """A metadata table of ``table`` (``snapshots``, ``history``, ``refs``, ``manifests``,
@@ -211,13 +263,17 @@ def load_table(spark: SparkSession, identifier: TableLike) -> Table:
 __all__ = [
     "DeleteResult",
     "ImportResult",
+    "MergeBuilder",
+    "MergeResult",
     "Progress",
     "TableLike",
+    "UpdateResult",
     "add_files",
     "build_session",
     "configure",
     "delete",
     "load_table",
+    "merge",
     "metadata_table",
     "migrate",
     "read",
@@ -228,5 +284,7 @@ __all__ = [
     "to_iceberg",
     "to_spark",
     "track_progress",
+    "update",
+    "upsert",
     "write",
 ]

@@ -181,13 +181,13 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         else:
             col = F.col(quote(f.name))
             if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
-                col = _primitive(col, f.field_type, present.dataType, target, f.name)
+                col = primitive_column(col, f.field_type, present.dataType, target, f.name)
         columns.append(col.alias(f.name))
     return df.select(*columns)
 
 
-def _primitive(col: Column, t: PrimitiveType, given: T.DataType, target: T.DataType,
-               name: str) -> Column:
+def primitive_column(col: Column, t: PrimitiveType, given: T.DataType, target: T.DataType,
+                     name: str) -> Column:
     """A top-level column of Spark type ``given`` (checked writable to ``t``) as ``target``."""
     if t.type_id in NANO_TYPES:
         return col  # Spark timestamps and long nanoseconds: both exact, the tasks convert
@@ -264,4 +264,4 @@ def _key(partition: tuple[Any, ...]) -> tuple[Any, ...]:
 
 __all__ = ["DISTRIBUTION_MODE", "JOB_ID_PROPERTY", "MODES", "NATIVE_WRITER_PROPERTY",
            "collect_files", "commit_files", "committed_job", "conform", "distribute",
-           "distribution_mode", "head_id", "new_task", "write"]
+           "distribution_mode", "head_id", "new_task", "primitive_column", "write"]

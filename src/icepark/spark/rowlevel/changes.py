@@ -1,0 +1,311 @@
+"""Applying row-level changes in one snapshot: the engine behind UPDATE and MERGE.
+
+An UPDATE or MERGE first computes, as one Spark DataFrame, every row it changes
+(:class:`RowChanges`): each updated row with its new values and the data file number and
+position of the row it replaces, each deleted row's file number and position, each inserted
+row's values. This module does the rest, with the driver holding file lists and counts, never
+rows. The changes are persisted (memory, else disk) so that the join computing them runs once,
+then:
+
+1. one aggregation per file counts the changes and checks that no target row was changed
+   twice. SQL's MERGE: a target row "matched by more than one source row" where an update or
+   delete applies is a **cardinality violation**
+   (:class:`~icepark.errors.CardinalityViolation`), and nothing is written.
+2. by the table's row-level mode (``write.update.mode``, ``write.merge.mode``; the reference
+   implementation's names and default):
+
+   * ``copy-on-write``: the data files holding changed rows are read again, their unchanged rows
+     (an anti-join on file number and position) and the new rows are written to new files by
+     :func:`icepark.spark.writer.data_files.write_data_files`, and one ``overwrite`` snapshot
+     removes the old files and adds the new ones;
+   * ``merge-on-read`` (v2 and later): the positions of the replaced and deleted rows go to
+     position delete files (v2) or deletion vectors (v3) by
+     :func:`icepark.spark.rowlevel.positions.write_deletes`, the new rows to new data files, and
+     one row delta commits both, removing files none of whose rows survive and the deletion
+     vectors the new ones replace.
+
+Row lineage (v3), spec *Row lineage assignment*: "When an existing row is moved to a different
+data file for any reason, writers should write ``_row_id`` and ``_last_updated_sequence_number``":
+the row ID is copied, and "If the write has modified the row, the ``_last_updated_sequence_number``
+field must be set to ``null``" while an unchanged row copied by a rewrite keeps its value.
+Inserted rows have both null, so readers assign them from the new file.
+
+Concurrency, spec *Commit Conflict Resolution and Retry*: the commit validates changes since the
+snapshot the operation read, within its conflict filter, at the operation's isolation level
+(``write.update.isolation-level``, ``write.merge.isolation-level``): ``serializable`` fails when
+a concurrent commit added data files that may hold matching rows, both levels fail when one
+removed a data file the change read or added delete files for its rows. A commit that loses a
+race with a non-conflicting one is replayed on the new metadata (the snapshot producers retry).
+On a job failure or a known commit failure every file the operation wrote is deleted; after
+:class:`~icepark.errors.CommitStateUnknown` nothing is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+
+from icepark.errors import CardinalityViolation, CommitStateUnknown, ValidationError
+from icepark.expressions import Expr
+from icepark.spark.layout import read_columns
+from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
+from icepark.spark.rowlevel.delete import COPY_ON_WRITE, MERGE_ON_READ
+from icepark.spark.rowlevel.positions import WrittenDeletes, write_deletes
+from icepark.spark.schema import quote
+from icepark.spark.writer.data_files import WrittenFiles, write_data_files
+from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
+from icepark.spec.manifest import DataFile
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
+from icepark.table.scan.tasks import FileScanTask
+from icepark.table.snapshot.validation import IsolationLevel, may_apply
+from icepark.table.table import Table
+
+KIND = "__icepark_kind"
+"""The column saying what a changed row is: :data:`UPDATE`, :data:`DELETE` or :data:`INSERT`."""
+UPDATE, DELETE, INSERT = 1, 2, 3
+NEW_ROW_ID = "__icepark_new_row_id"
+"""The ``_row_id`` a new row is written with (v3): the replaced row's, null for an insert."""
+NEW_SEQUENCE = "__icepark_new_seq"
+"""The ``_last_updated_sequence_number`` a new row is written with (v3): null, "so that the
+modification's sequence number replaces the current value"."""
+
+
+@dataclass(frozen=True)
+class RowChanges:
+    """The rows a row-level operation changes, and where they come from."""
+
+    rows: DataFrame
+    """The table's columns (table layout: :func:`icepark.spark.layout.read_columns`) holding
+    the new values of updated and inserted rows, then :data:`FILE_NUMBER` and
+    :data:`ROW_POSITION` of the replaced or deleted row (null for inserts), :data:`KIND`,
+    :data:`NEW_ROW_ID` and :data:`NEW_SEQUENCE`."""
+    files: tuple[DataFile, ...]
+    """The target data files read, in path order: :data:`FILE_NUMBER` indexes them."""
+    tasks: Sequence[FileScanTask]
+    """Their planned tasks (with their delete files, and row lineage on v3)."""
+    conflict_filter: Expr
+    """The rows the operation read: what concurrent commits are checked against."""
+    head_id: int | None
+    """The branch head the operation read."""
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """What a row-level operation did."""
+
+    inserted_rows: int
+    updated_rows: int
+    deleted_rows: int
+    rewritten_files: int
+    """Data files replaced by new ones (copy-on-write) or removed whole."""
+    added_data_files: int
+    added_delete_files: int
+    """Position delete files (v2) or deletion vectors (v3) added (merge-on-read)."""
+    snapshot_id: int | None
+    """The new snapshot; None when nothing changed (no commit)."""
+
+    @property
+    def changed_rows(self) -> int:
+        return self.inserted_rows + self.updated_rows + self.deleted_rows
+
+
+@dataclass(frozen=True)
+class _Counts:
+    inserted: int
+    updated: dict[int, int]
+    deleted: dict[int, int]
+
+    @property
+    def touched(self) -> set[int]:
+        return {n for n, c in (*self.updated.items(), *self.deleted.items()) if c}
+
+
+def lineage_columns(metadata: TableMetadata) -> list[str]:
+    """The row lineage columns a table's rewrites carry: both on v3, none before."""
+    return [f.name for f in LINEAGE_FIELDS] if metadata.format_version >= 3 else []
+
+
+def apply_changes(
+        spark: SparkSession, table: Table, changes: RowChanges, *, mode: str,
+        isolation: IsolationLevel, branch: str, operation: str,
+        snapshot_properties: Mapping[str, str] | None = None) -> ChangeResult:
+    """Commit ``changes`` to ``table`` in one snapshot by ``mode`` (see the module docstring);
+    ``operation`` (``MERGE``, ``UPDATE``) names it in errors. ``table`` is refreshed."""
+    rows = changes.rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = _count(rows, changes.files, operation)
+        if not (counts.inserted or counts.touched):
+            return ChangeResult(0, 0, 0, 0, 0, 0, None)
+        properties = dict(snapshot_properties or {})
+        if mode == COPY_ON_WRITE:
+            return _copy_on_write(spark, table, changes, rows, counts, isolation=isolation,
+                                  branch=branch, properties=properties)
+        if mode != MERGE_ON_READ:
+            raise ValidationError(f"Unknown row-level mode {mode!r}")
+        return _merge_on_read(spark, table, changes, rows, counts, isolation=isolation,
+                              branch=branch, properties=properties)
+    finally:
+        rows.unpersist()
+
+
+def _count(rows: DataFrame, files: Sequence[DataFile], operation: str) -> _Counts:
+    """Changed rows per file (one job), failing on a target row changed more than once."""
+    per_row = rows.groupBy(FILE_NUMBER, ROW_POSITION).agg(
+        F.count(F.lit(1)).alias("n"), *(_kind_count(k) for k in (UPDATE, DELETE, INSERT)))
+    per_file = per_row.groupBy(FILE_NUMBER).agg(
+        F.max("n").alias("most"), *(F.sum(f"k{k}").alias(f"k{k}")
+                                    for k in (UPDATE, DELETE, INSERT))).collect()
+    inserted, updated, deleted = 0, {}, {}
+    for r in per_file:
+        number = r[FILE_NUMBER]
+        if number is None:
+            inserted = int(r[f"k{INSERT}"])
+            continue
+        if r["most"] > 1:
+            twice = per_row.where((F.col(FILE_NUMBER) == F.lit(number)) & (F.col("n") > 1))
+            first = twice.select(ROW_POSITION).first()
+            where = "" if first is None else f" (e.g. the row at position {first[0]})"
+            raise CardinalityViolation(
+                f"{operation} matched a target row of {files[number].file_path}{where} with "
+                "more than one source row, and an update or delete applies to it: which "
+                "source row should win is undefined (SQL's cardinality violation). Make the "
+                "source unique on the merge key, e.g. with dropDuplicates or a window; "
+                "nothing was written")
+        updated[number], deleted[number] = int(r[f"k{UPDATE}"]), int(r[f"k{DELETE}"])
+    return _Counts(inserted, updated, deleted)
+
+
+def _kind_count(kind: int) -> Column:
+    return F.sum((F.col(KIND) == F.lit(kind)).cast("long")).alias(f"k{kind}")
+
+
+def _table_columns(metadata: TableMetadata) -> list[Column]:
+    """The table's columns of changed rows, then their lineage columns on v3."""
+    columns = [F.col(quote(f.name)) for f in metadata.schema().fields]
+    if metadata.format_version >= 3:
+        columns += [F.col(NEW_ROW_ID).alias(ROW_ID.name),
+                    F.col(NEW_SEQUENCE).alias(LAST_UPDATED_SEQUENCE_NUMBER.name)]
+    return columns
+
+
+def _new_rows(rows: DataFrame, metadata: TableMetadata) -> DataFrame:
+    return rows.where(F.col(KIND) != F.lit(DELETE)).select(*_table_columns(metadata))
+
+
+def _row_bytes(files: Sequence[DataFile]) -> float | None:
+    records = sum(f.record_count for f in files)
+    return sum(f.file_size_in_bytes for f in files) / records if records else None
+
+
+def _copy_on_write(
+        spark: SparkSession, table: Table, changes: RowChanges, rows: DataFrame,
+        counts: _Counts, *, isolation: IsolationLevel, branch: str,
+        properties: dict[str, str]) -> ChangeResult:
+    """Rewrite the files holding changed rows with their unchanged rows and the new rows."""
+    metadata = table.metadata
+    schema = metadata.schema()
+    touched = sorted(counts.touched)
+    by_path = {t.data_file.file_path: t for t in changes.tasks}
+    tasks = [by_path[changes.files[n].file_path] for n in touched]
+    lineage = lineage_columns(metadata)
+    new = _new_rows(rows, metadata)
+    if tasks:
+        again = scan_rows(spark, table, tasks, schema, ["*"], positions=True,
+                          metadata_columns=lineage)
+        renumbered = {changes.files[n].file_path: n for n in touched}
+        numbers = spark.createDataFrame(
+            [(i, renumbered[f.file_path]) for i, f in enumerate(again.files)],
+            f"{FILE_NUMBER} int, __icepark_old int")
+        replaced = rows.where(F.col(KIND) != F.lit(INSERT)).select(
+            F.col(FILE_NUMBER).alias("__icepark_old"), ROW_POSITION)
+        kept = (again.rows.join(F.broadcast(numbers), FILE_NUMBER)
+                .join(replaced, ["__icepark_old", ROW_POSITION], "left_anti")
+                .select(*read_columns(schema), *lineage))
+        new = kept.unionByName(new)
+    old = [t.data_file for t in tasks]
+    written = write_data_files(new, metadata, table.io,
+                               row_bytes=_row_bytes(old) if old else None,
+                               lineage=bool(lineage))
+    try:
+        (table.new_overwrite(branch=branch,
+                             snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})
+         .delete_files(old).add_files(written.files)
+         .validate_no_conflicting_appends(changes.head_id, changes.conflict_filter)
+         .isolation_level(isolation)
+         .commit())
+    except CommitStateUnknown:
+        raise
+    except BaseException:
+        written.abort(table.io)
+        raise
+    return ChangeResult(counts.inserted, sum(counts.updated.values()),
+                        sum(counts.deleted.values()), len(old), len(written.files), 0,
+                        head_id(table.metadata, branch))
+
+
+def _merge_on_read(
+        spark: SparkSession, table: Table, changes: RowChanges, rows: DataFrame,
+        counts: _Counts, *, isolation: IsolationLevel, branch: str,
+        properties: dict[str, str]) -> ChangeResult:
+    """Delete the replaced rows by position and add the new rows in new data files."""
+    metadata = table.metadata
+    touched = counts.touched
+    number = {f.file_path: i for i, f in enumerate(changes.files)}
+    tasks = [t for t in changes.tasks if number[t.data_file.file_path] in touched]
+    deletes: WrittenDeletes | None = None
+    written: WrittenFiles | None = None
+    try:
+        if tasks:
+            positions = rows.where(F.col(KIND) != F.lit(INSERT)).select(FILE_NUMBER,
+                                                                         ROW_POSITION)
+            deletes = write_deletes(spark, table, positions, changes.files, tasks)
+        if counts.inserted or sum(counts.updated.values()):
+            written = write_data_files(_new_rows(rows, metadata), metadata, table.io,
+                                       lineage=metadata.format_version >= 3)
+        job_ids = [w.job_id for w in (deletes, written) if w is not None]
+        delta = table.new_row_delta(
+            branch=branch, snapshot_properties={**properties,
+                                                JOB_ID_PROPERTY: ",".join(job_ids)})
+        gone = {r.file_path for r in deletes.whole} if deletes else set()
+        delete_files = deletes.files if deletes else []
+        for f in delete_files:
+            delta.add_deletes(f)
+        for f in written.files if written else []:
+            delta.add_rows(f)
+        for path in gone:
+            delta.remove_rows(path)
+        for replaced in deletes.replaced if deletes else []:
+            delta.remove_deletes(replaced)
+        unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
+        referenced = [t.data_file.file_path for t in tasks
+                      if t.data_file.file_path not in gone
+                      and any(may_apply(d, t.data_file, unpartitioned) for d in delete_files)]
+        (delta.validate_from_snapshot(changes.head_id)
+         .validate_data_files_exist(referenced)
+         .conflict_detection_filter(changes.conflict_filter)
+         .validate_no_conflicting_data_files()
+         .validate_no_new_delete_files()
+         .isolation_level(isolation)
+         .commit())
+    except CommitStateUnknown:
+        raise
+    except BaseException:
+        if deletes is not None:
+            deletes.abort(table)
+        if written is not None:
+            written.abort(table.io)
+        raise
+    return ChangeResult(counts.inserted, sum(counts.updated.values()),
+                        sum(counts.deleted.values()), len(gone),
+                        len(written.files) if written else 0, len(delete_files),
+                        head_id(table.metadata, branch))
+
+
+__all__ = ["DELETE", "INSERT", "KIND", "NEW_ROW_ID", "NEW_SEQUENCE", "UPDATE",
+           "ChangeResult", "RowChanges", "apply_changes",
+           "lineage_columns"]

@@ -1,0 +1,375 @@
+"""MERGE through Spark: after every combination of clauses the table holds what SQL's MERGE
+leaves, computed here independently in plain Python, as icepark's Arrow and Spark readers,
+pyiceberg and DuckDB read it; copy-on-write and merge-on-read, v2 and v3, partitioned or not,
+with null keys."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table import StaticTable
+from pyspark.sql import SparkSession
+
+import icepark.spark as ips
+from icepark.catalog import load_catalog
+from icepark.errors import CardinalityViolation, ValidationError
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.spark.reader.read import read
+from icepark.spark.rowlevel.merge import MergeBuilder, merge
+from icepark.spec.manifest import FileContent
+from icepark.spec.partitioning import PartitionSpecBuilder
+from icepark.spec.schema import Schema
+from icepark.spec.types import INT, LONG, STRING, NestedField, StructType
+from icepark.table.table import Table
+from tests.interop.peers import duckdb_connection
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = Schema.of(
+    NestedField.optional(1, "id", LONG),
+    NestedField.required(2, "cat", STRING),
+    NestedField.optional(3, "x", LONG),
+    NestedField.optional(4, "s", StructType((NestedField.optional(5, "a", INT),))))
+COLUMNS = ("id", "cat", "x", "s")
+Row = dict[str, Any]
+TARGET: list[Row] = [
+    *({"id": i, "cat": "abc"[i % 3], "x": i, "s": {"a": i % 4}} for i in range(24)),
+    {"id": None, "cat": "a", "x": 100, "s": None},
+    {"id": None, "cat": "b", "x": 101, "s": {"a": 1}}]
+SOURCE_SCHEMA = "id long, cat string, x long, s struct<a:int>, op string"
+SOURCE: list[Row] = [
+    *({"id": i, "cat": "abc"[i % 3], "x": 1000 + i, "s": {"a": 9}, "op": "ud"[i % 2]}
+      for i in range(10, 30, 2)),
+    {"id": 3, "cat": "a", "x": None, "s": None, "op": "u"},
+    {"id": None, "cat": "c", "x": 7, "s": None, "op": "u"}]
+
+
+@dataclass(frozen=True)
+class When:
+    """A clause for icepark (SQL text) and for the reference (Python)."""
+
+    when: str
+    action: str
+    sql: str | None
+    test: Callable[[Row | None, Row | None], bool] | None
+    assign: dict[str, tuple[str, Callable[[Row | None, Row | None], Any]]] | None = None
+
+    def add(self, builder: MergeBuilder) -> MergeBuilder:
+        values = {k: v[0] for k, v in (self.assign or {}).items()}
+        match self.when, self.action:
+            case "matched", "update":
+                return (builder.when_matched_update(values, self.sql) if values
+                        else builder.when_matched_update_all(self.sql))
+            case "matched", "delete":
+                return builder.when_matched_delete(self.sql)
+            case "not matched", "insert":
+                return (builder.when_not_matched_insert(values, self.sql) if values
+                        else builder.when_not_matched_insert_all(self.sql))
+            case "by source", "update":
+                return builder.when_not_matched_by_source_update(values, self.sql)
+            case _:
+                return builder.when_not_matched_by_source_delete(self.sql)
+
+
+def reference(target: list[Row], source: list[Row], clauses: list[When]) -> list[Row]:
+    """SQL MERGE on ``t.id = s.id``, by the book: each pair, unmatched source row and
+    unmatched target row takes the first clause of its kind whose condition holds."""
+    out: list[Row] = []
+    matched_sources: set[int] = set()
+
+    def first(kind: str, t: Row | None, s: Row | None) -> When | None:
+        return next((c for c in clauses if c.when == kind
+                     and (c.test is None or c.test(t, s))), None)
+
+    def assigned(c: When, t: Row | None, s: Row | None, base: Row) -> Row:
+        if c.assign is None:
+            assert s is not None
+            return {k: s[k] for k in COLUMNS}
+        return {**base, **{k: f(t, s) for k, (_, f) in c.assign.items()}}
+
+    for t in target:
+        pairs = [(i, s) for i, s in enumerate(source)
+                 if t["id"] is not None and s["id"] == t["id"]]
+        matched_sources.update(i for i, _ in pairs)
+        if not pairs:
+            c = first("by source", t, None)
+            if c is None:
+                out.append(t)
+            elif c.action == "update":
+                out.append(assigned(c, t, None, t))
+            continue
+        applied = [(s, c) for _, s in pairs if (c := first("matched", t, s)) is not None]
+        assert len(applied) <= 1, "the reference data must not violate cardinality"
+        if not applied:
+            out.append(t)
+        elif applied[0][1].action == "update":
+            out.append(assigned(applied[0][1], t, applied[0][0], t))
+    for i, s in enumerate(source):
+        if i in matched_sources:
+            continue
+        c = first("not matched", None, s)
+        if c is not None:
+            empty = {"id": None, "cat": None, "x": None, "s": None}
+            out.append(assigned(c, None, s, empty))
+    return out
+
+
+def _key(r: Row) -> tuple[Any, ...]:
+    s = r["s"]
+    return (r["id"] is None, r["id"] or 0, r["cat"], r["x"] is None, r["x"] or 0,
+            None if s is None else s.get("a"))
+
+
+def _sorted(rows: list[Row]) -> list[tuple[Any, ...]]:
+    return sorted(_key({k: r[k] for k in COLUMNS}) for r in rows)
+
+
+def _make(tmp_path: Path, mode: str, version: int, partitioned: bool, name: str = "t"
+          ) -> Table:
+    catalog = load_catalog("test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
+                           warehouse=str(tmp_path / "wh"))
+    if not catalog.namespace_exists("db"):
+        catalog.create_namespace("db")
+    spec = PartitionSpecBuilder(SCHEMA).identity("cat").build() if partitioned else None
+    table = catalog.create_table(f"db.{name}", SCHEMA, partition_spec=spec,
+                                 properties={"write.merge.mode": mode},
+                                 format_version=version)  # type: ignore[arg-type]
+    arrow_schema = to_arrow_schema(table.schema())
+    for start in (0, 13):  # two appends: several files per partition
+        table.append(pa.Table.from_pylist(TARGET[start:start + 13], schema=arrow_schema))
+    return table
+
+
+def _check(spark: SparkSession, table: Table, expected: list[Row], peers: bool) -> None:
+    want = _sorted(expected)
+    assert _sorted(table.scan().to_arrow().to_pylist()) == want
+    assert _sorted([r.asDict(recursive=True) for r in read(spark, table).collect()]) == want
+    if not peers:
+        return
+    theirs = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
+    assert _sorted(theirs.to_pylist()) == want
+    with duckdb_connection() as con:
+        got = con.execute("SELECT id, cat, x, s FROM iceberg_scan(?)",
+                          [table.metadata_location]).fetchall()
+    assert _sorted([dict(zip(COLUMNS, v, strict=True)) for v in got]) == want
+
+
+ROUNDS: list[list[When]] = [
+    [When("matched", "update", "s.op = 'u'", lambda t, s: s is not None and s["op"] == "u",
+          {"x": ("s.x", lambda t, s: s and s["x"]),
+           "s.a": ("t.s.a + 1", lambda t, s: t and {"a": None if t["s"] is None
+                                                    or t["s"]["a"] is None
+                                                    else t["s"]["a"] + 1})}),
+     When("matched", "delete", "s.op = 'd'", lambda t, s: s is not None and s["op"] == "d"),
+     When("not matched", "insert", "s.op <> 'd'",
+          lambda t, s: s is not None and s["op"] != "d")],
+    [When("matched", "update", None, None),
+     When("by source", "delete", "t.x < 5",
+          lambda t, s: t is not None and t["x"] is not None and t["x"] < 5)],
+    [When("by source", "update", "t.cat = 'a'", lambda t, s: t is not None and t["cat"] == "a",
+          {"x": ("t.x * 10", lambda t, s: None if t is None or t["x"] is None
+                 else t["x"] * 10)}),
+     When("not matched", "insert", None, None,
+          {"id": ("s.id", lambda t, s: s and s["id"]), "cat": ("'z'", lambda t, s: "z")})],
+    [When("matched", "delete", None, None)],
+]
+
+
+def _fix_nested(clauses: list[When]) -> list[When]:
+    """The reference of a ``s.a`` assignment sets the whole struct."""
+    fixed = []
+    for c in clauses:
+        if c.assign and "s.a" in c.assign:
+            sql, f = c.assign["s.a"]
+            assign = {k: v for k, v in c.assign.items() if k != "s.a"}
+            assign["s"] = (sql, f)
+            fixed.append(When(c.when, c.action, c.sql, c.test, assign))
+        else:
+            fixed.append(c)
+    return fixed
+
+
+@pytest.mark.parametrize(("mode", "version", "partitioned"), [
+    ("copy-on-write", 2, True), ("merge-on-read", 2, False),
+    ("copy-on-write", 3, False), ("merge-on-read", 3, True)])
+def test_clause_combinations_match_the_reference(spark: SparkSession, tmp_path: Path,
+                                                 mode: str, version: int,
+                                                 partitioned: bool) -> None:
+    table = _make(tmp_path, mode, version, partitioned)
+    source = spark.createDataFrame(SOURCE, SOURCE_SCHEMA)
+    expected = list(TARGET)
+    for number, clauses in enumerate(ROUNDS):
+        builder = merge(spark, table, source, "t.id = s.id")
+        for c in clauses:
+            builder = c.add(builder)
+        result = builder.execute()
+        before = len(expected)
+        expected = reference(expected, SOURCE, _fix_nested(clauses))
+        assert result.snapshot_id == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+        assert result.inserted_rows - result.deleted_rows == len(expected) - before
+        _check(spark, table, expected, peers=number == len(ROUNDS) - 1)
+    if mode == "merge-on-read":
+        deletes = [d for t in table.scan().plan_files() for d in t.delete_files]
+        assert deletes, "merge-on-read wrote no delete files"
+        assert all(d.is_deletion_vector == (version == 3) for d in deletes)
+    else:
+        assert not [d for t in table.scan().plan_files() for d in t.delete_files]
+
+
+def test_deletion_vector_is_merged_and_replaced(spark: SparkSession, tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", 3, partitioned=False)
+    expected = list(TARGET)
+    for ids in ([0, 3], [6, 9]):  # the same data file twice: one vector, merged
+        source = spark.createDataFrame([(i,) for i in ids], "id long")
+        merge(spark, table, source, "t.id = s.id").when_matched_delete().execute()
+        expected = [r for r in expected if r["id"] not in ids]
+    vectors = [d for t in table.scan().plan_files() for d in t.delete_files]
+    assert len(vectors) == 1 and vectors[0].record_count == 4
+    assert vectors[0].content is FileContent.POSITION_DELETES
+    _check(spark, table, expected, peers=True)
+
+
+def test_update_keeps_row_ids_on_v3(spark: SparkSession, tmp_path: Path) -> None:
+    for mode in ("copy-on-write", "merge-on-read"):
+        table = _make(tmp_path, mode, 3, partitioned=True, name=mode.replace("-", "_"))
+        lineage = ["_row_id", "_last_updated_sequence_number"]
+        before = {r["x"]: (r["_row_id"], r["_last_updated_sequence_number"])
+                  for r in read(spark, table, metadata_columns=lineage).collect()}
+        source = spark.createDataFrame([(4, 44), (5, 55), (999, 999)], "id long, x long")
+        result = (ips.merge(table, source, "t.id = s.id")
+                  .when_matched_update({"x": "s.x"})
+                  .when_not_matched_insert({"id": "s.id", "cat": "'n'", "x": "s.x"})
+                  .execute())
+        assert (result.updated_rows, result.inserted_rows) == (2, 1)
+        sequence = table.current_snapshot().sequence_number  # type: ignore[union-attr]
+        after = {r["x"]: (r["_row_id"], r["_last_updated_sequence_number"])
+                 for r in read(spark, table, metadata_columns=lineage).collect()}
+        assert after[44] == (before[4][0], sequence)
+        assert after[55] == (before[5][0], sequence)
+        assert after[999][1] == sequence and after[999][0] not in {v[0] for v in before.values()}
+        for x, kept in before.items():
+            if x not in (4, 5):  # moved by copy-on-write or not: lineage unchanged
+                assert after[x] == kept, f"row {x} lost its lineage"
+
+
+def test_upsert_updates_changed_rows_and_inserts_new_ones(spark: SparkSession,
+                                                          tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=False)
+    rows = [(1, "b", 1, None), (2, "c", 2, 3), (77, "a", 77, None)]  # (1) changed, (2) same
+    source = spark.createDataFrame(rows, "id long, cat string, x long, a int").selectExpr(
+        "id", "cat", "x", "named_struct('a', a) AS s")
+    result = ips.upsert(table, source, key=["id"])
+    # id 1: s changes from {a: 1} to {a: null}; id 2: s {a: 2} to {a: 3}; 77 is new
+    assert (result.updated_rows, result.inserted_rows, result.deleted_rows) == (2, 1, 0)
+    again = ips.upsert(table, source, key=["id"])
+    assert again.snapshot_id is None and again.updated_rows == 0  # nothing differs now
+    expected = [r for r in TARGET if r["id"] not in (1, 2)] + [
+        {"id": 1, "cat": "b", "x": 1, "s": {"a": None}},
+        {"id": 2, "cat": "c", "x": 2, "s": {"a": 3}},
+        {"id": 77, "cat": "a", "x": 77, "s": {"a": None}}]
+    _check(spark, table, expected, peers=False)
+    with pytest.raises(CardinalityViolation):
+        ips.upsert(table, source.union(source), key=["id"])
+
+
+def test_cardinality_violation_commits_and_leaves_nothing(spark: SparkSession,
+                                                          tmp_path: Path) -> None:
+    table = _make(tmp_path, "copy-on-write", 2, partitioned=False)
+    files = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    location = table.metadata_location
+    source = spark.createDataFrame([(5, 1), (5, 2)], "id long, x long")
+    with pytest.raises(CardinalityViolation, match="more than one source row"):
+        merge(spark, table, source, "t.id = s.id").when_matched_update({"x": "s.x"}).execute()
+    # a condition true for only one of the two source rows: no violation
+    result = (merge(spark, table, source, "t.id = s.id")
+              .when_matched_update({"x": "s.x"}, condition="s.x = 2").execute())
+    assert result.updated_rows == 1
+    table2 = _make(tmp_path, "merge-on-read", 3, partitioned=False, name="t2")
+    with pytest.raises(CardinalityViolation):
+        merge(spark, table2, source, "t.id = s.id").when_matched_delete().execute()
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()
+            and "t2" not in str(p)} - files  # only the successful merge's files are new
+    assert location != table.metadata_location
+
+
+def test_schema_and_partition_evolution(spark: SparkSession, tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=True)
+    table.update_schema().add_column("note", STRING).rename_column("x", "xx").commit()
+    table.update_spec().add_field("id", "bucket[4]").commit()
+    source = spark.createDataFrame([(1, 10, "one"), (50, 5, "fifty")],
+                                   "id long, xx long, note string")
+    (ips.merge(table, source, "t.id = s.id")
+     .when_matched_update({"xx": "s.xx", "note": "s.note"})
+     .when_not_matched_insert({"id": "s.id", "cat": "'b'", "xx": "s.xx", "note": "s.note"})
+     .execute())
+    got = {r["id"]: (r["xx"], r["note"]) for r in read(spark, table).collect()}
+    assert got[1] == (10, "one") and got[50] == (5, "fifty") and got[2] == (2, None)
+    arrow = {r["id"]: (r["xx"], r["note"]) for r in table.scan().to_arrow().to_pylist()}
+    assert arrow == got
+
+
+def test_bad_input_fails_before_any_file(spark: SparkSession, tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=False)
+    v1 = load_catalog("test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
+                      warehouse=str(tmp_path / "wh")).create_table(
+        "db.v1", SCHEMA, format_version=1, properties={"write.merge.mode": "merge-on-read"})
+    files = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    source = spark.createDataFrame([(1, "x", 5)], "id long, name string, x long")
+
+    def run(b: MergeBuilder) -> None:
+        b.execute()
+
+    cases: list[tuple[Callable[[], Any], str]] = [
+        (lambda: run(merge(spark, table, source, "t.id = s.nope").when_matched_delete()),
+         "cannot be resolved"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id")
+                     .when_matched_update({"nope": "s.x"})), "no column 'nope'"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id")
+                     .when_matched_update({"x": "s.name"})), "string"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id")
+                     .when_matched_update({"x": "s.zzz"})), "zzz"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id").when_matched_update_all()),
+         "no column"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id")
+                     .when_not_matched_insert({"id": "s.id"})), "cat"),
+        (lambda: merge(spark, table, source, "t.id = s.id").when_matched_delete()
+         .when_matched_delete("s.x > 1"), "only the last"),
+        (lambda: run(merge(spark, v1, source, "t.id = s.id").when_matched_delete()),
+         "v1"),
+        (lambda: run(merge(spark, table, source, "t.id = s.id")), "at least one"),
+    ]
+    for case, message in cases:
+        with pytest.raises(ValidationError, match=message):
+            case()
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == files
+
+
+def test_null_in_required_column_fails_and_deletes_its_files(spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    table = _make(tmp_path, "copy-on-write", 2, partitioned=False)
+    files = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    location = table.metadata_location
+    source = spark.createDataFrame([(1, None), (100, None)], "id long, cat string")
+    with pytest.raises(Exception, match="cat"):
+        (merge(spark, table, source, "t.id = s.id").when_matched_update({"cat": "s.cat"})
+         .execute())
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == files
+    assert table.refresh().metadata_location == location
+
+
+def test_source_key_bounds_prune_the_target(spark: SparkSession, tmp_path: Path) -> None:
+    table = _make(tmp_path, "copy-on-write", 2, partitioned=True)
+    builder = merge(spark, table, spark.createDataFrame([(20,), (22,)], "id long"),
+                    "t.id = s.id AND t.cat = 'c'").when_matched_delete()
+    changes = builder._changes(table.metadata, "main")
+    assert changes is not None
+    assert {f.partition for f in changes.files} == {("c",)}
+    assert changes.rows.count() == 1  # id 20 is in partition c; 22 is in b
+    empty = merge(spark, table, spark.createDataFrame([(None,)], "id long"), "t.id = s.id")
+    assert empty.when_matched_delete()._changes(
+        table.metadata, "main").files == ()  # type: ignore[union-attr]
