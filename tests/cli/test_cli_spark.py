@@ -1,7 +1,7 @@
 """The Spark-powered commands run as a user would (five subprocesses, each starting a JVM):
 ``ingest`` creating a partitioned table and refusing a CSV whose columns do not fit, ``query``
 with a filter, columns, a limit and time travel as JSON lines, ``create --from-file`` a Parquet
-file, and ``delete --where``."""
+file, and ``delete --where`` then ``update --set --where``."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_create_from_a_parquet_file(icepark_cli: Run, tmp_path: Path,
     assert table.current_snapshot() is None
 
 
-def test_delete_where(icepark_cli: Run, default_catalog: BaseCatalog) -> None:
+def test_delete_and_update_where(icepark_cli: Run, default_catalog: BaseCatalog) -> None:
     default_catalog.create_namespace("db")
     table = default_catalog.create_table("db.events", EVENTS)
     at = pa.array([dt.datetime(2024, 3, 1, tzinfo=dt.UTC)] * 3, pa.timestamp("us", "UTC"))
@@ -134,3 +134,15 @@ def test_delete_where(icepark_cli: Run, default_catalog: BaseCatalog) -> None:
     assert doc["deleted_rows"] == 3 and doc["snapshot_id"] is not None
     remaining = table.refresh().scan().to_arrow().sort_by("id").column("id").to_pylist()
     assert remaining == [1, 3, 6]
+
+    result = icepark_cli("update", "db.events", "--set", "kind = upper(kind)",
+                         "--set", "id=id * 10", "--where", "id > 1", "--json")
+    doc = json_out(result)
+    assert doc["updated_rows"] == 2 and doc["snapshot_id"] is not None
+    rows = table.refresh().scan().to_arrow().sort_by("id")
+    assert rows.column("id").to_pylist() == [1, 30, 60]
+    assert rows.column("kind").to_pylist() == ["a", "B", "C"]
+
+    bad = icepark_cli("update", "db.events", "--set", "nope = 1")
+    assert bad.returncode != 0 and "nope" in bad.stderr
+    assert "starting Spark" not in bad.stderr  # checked before Spark starts

@@ -2,7 +2,8 @@
 
 Commands live in :mod:`~icepark.cli.catalog_commands` (namespaces, tables, create, drop,
 rename), :mod:`~icepark.cli.table_commands` (describe, schema, history, snapshots, files,
-properties, expire-snapshots) and :mod:`~icepark.cli.spark_commands` (ingest, query, delete);
+properties, expire-snapshots) and :mod:`~icepark.cli.spark_commands` (ingest, query, count,
+delete, update);
 Spark is imported only when a Spark command runs. Errors print one line on stderr
 (``icepark: error: ...``) with the exit code of :data:`EXIT_CODES`; ``--verbose`` adds the
 traceback.
@@ -109,6 +110,7 @@ EXAMPLES: dict[str, str] = {
     "query": "icepark query db.events --where \"kind = 'click'\" --columns id,ts --limit 5",
     "count": "icepark count db.events --where \"kind = 'click'\" --as-of 2024-03-01T12:00:00Z",
     "delete": "icepark delete db.events --where \"kind = 'spam'\"",
+    "update": "icepark update db.events --set \"kind = upper(kind)\" --where \"id < 10\"",
     "add-files": "icepark add-files db.events /data/events --partition-filter dt=2024-03-01",
     "migrate": "icepark migrate /data/events db.events --snapshot",
     "quickstart": "icepark quickstart --rows 100000",

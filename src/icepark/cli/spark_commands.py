@@ -1,6 +1,6 @@
-"""Spark-powered commands: ``ingest``, ``query``, ``count`` and ``delete`` (and the schema
-inference of ``create --from-file``). ``query`` and ``count`` start Spark only for large reads
-(:mod:`icepark.cli.local_read`).
+"""Spark-powered commands: ``ingest``, ``query``, ``count``, ``delete`` and ``update`` (and the
+schema inference of ``create --from-file``). ``query`` and ``count`` start Spark only for large
+reads (:mod:`icepark.cli.local_read`).
 
 Everything that can be checked without Spark (the table, the filter, the columns, the input
 paths) is checked first, so bad input fails in a moment with a one-line error. Only then is a
@@ -93,6 +93,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     delete_cmd.add_argument("--where", metavar="FILTER", required=True)
     add_spark_options(delete_cmd)
     delete_cmd.set_defaults(handler=delete)
+
+    update_cmd = commands.add_parser(
+        "update", parents=parents, help="set columns of the rows matching a filter (Spark)",
+        description="UPDATE table SET col = expr, ... WHERE filter, in one snapshot. Each "
+                    "--set gives a column and a Spark SQL expression over the row's columns; "
+                    "--where is a filter as query takes (every row without it). Copy-on-write "
+                    "or merge-on-read as the table property write.update.mode says.")
+    update_cmd.add_argument("table", help="namespace.table")
+    update_cmd.add_argument("--set", metavar="COL=EXPR", action="append", required=True,
+                            dest="assignments", help="e.g. --set \"x = x + 1\" (repeatable)")
+    update_cmd.add_argument("--where", metavar="FILTER")
+    add_spark_options(update_cmd)
+    update_cmd.set_defaults(handler=update)
 
 
 def _add_read_arguments(parser: argparse.ArgumentParser, *, columns: bool = False) -> None:
@@ -278,6 +291,46 @@ def count_rows(args: argparse.Namespace, out: Output) -> int:
     out.document({"table": table.name,
                   "snapshot_id": snapshot.snapshot_id if snapshot else None,
                   "count": rows, "read_with": engine.lower()}, str(rows))
+    return 0
+
+
+def _assignments(table: Table, given: Sequence[str]) -> dict[str, str]:
+    """``--set COL=EXPR`` arguments as column -> expression, the columns checked."""
+    out: dict[str, str] = {}
+    for text in given:
+        column, sep, expression = text.partition("=")
+        column, expression = column.strip(), expression.strip()
+        if not sep or not column or not expression:
+            raise ValidationError(f"--set {text!r}: write COL=EXPR, e.g. --set \"x = x + 1\"")
+        table.schema().find_field(column)  # an unknown column fails now, before Spark
+        if column in out:
+            raise ValidationError(f"--set: column {column!r} is set twice")
+        out[column] = expression
+    return out
+
+
+def update(args: argparse.Namespace, out: Output) -> int:
+    table = load(args)
+    where = args.where if args.where and args.where.strip() else None
+    if where is not None:
+        _checked_filter(table, where)
+    assignments = _assignments(table, args.assignments)
+    start = time.monotonic()
+    with spark_session(args, out) as spark:
+        from icepark.spark.rowlevel.update import update_rows  # noqa: PLC0415 - imports pyspark
+
+        out.progress(f"updating rows of {show(table.identifier)}"
+                     + (f" where {where}..." if where else "..."))
+        result = update_rows(spark, table, assignments, where, progress=_bar(out, "updating"))
+    out.progress(f"done in {_seconds(start)}")
+    out.document({"table": table.name, "updated_rows": result.updated_rows,
+                  "rewritten_files": result.rewritten_files,
+                  "added_data_files": result.added_data_files,
+                  "delete_files": result.added_delete_files,
+                  "snapshot_id": result.snapshot_id},
+                 f"updated {count(result.updated_rows, 'row')} of {table.name}"
+                 + (f" (snapshot {result.snapshot_id})" if result.snapshot_id else
+                    " (nothing matched; no new snapshot)"))
     return 0
 
 
