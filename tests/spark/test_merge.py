@@ -373,3 +373,66 @@ def test_source_key_bounds_prune_the_target(spark: SparkSession, tmp_path: Path)
     empty = merge(spark, table, spark.createDataFrame([(None,)], "id long"), "t.id = s.id")
     assert empty.when_matched_delete()._changes(
         table.metadata, "main").files == ()  # type: ignore[union-attr]
+
+
+def _concurrently(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+    """Run ``action`` (another writer's commit) once, after the MERGE read the table and
+    before it commits: when it writes its first data file."""
+    from icepark.spark.rowlevel import changes  # noqa: PLC0415 - the module patched
+
+    real = changes.write_data_files
+    done: list[bool] = []
+
+    def write_then_race(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append(True)
+            action()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(changes, "write_data_files", write_then_race)
+
+
+def _other_writer(tmp_path: Path, name: str = "t") -> Table:
+    return load_catalog("test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
+                        warehouse=str(tmp_path / "wh")).load_table(f"db.{name}")
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_isolation_levels(spark: SparkSession, tmp_path: Path, mode: str,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _make(tmp_path, mode, 2, partitioned=False)
+    arrow_schema = to_arrow_schema(table.schema())
+    schema = "id long, cat string, x long"
+    source = spark.createDataFrame([(5, "c", 50), (100, "a", 1)], schema)
+
+    def append(ids: list[int]) -> Callable[[], None]:
+        return lambda: _other_writer(tmp_path).append(pa.Table.from_pylist(
+            [{"id": i, "cat": "a", "x": -1, "s": None} for i in ids], schema=arrow_schema))
+
+    def upsert() -> MergeBuilder:
+        return (merge(spark, table.refresh(), source, "t.id = s.id")
+                .when_matched_update({"x": "s.x"}).when_not_matched_insert_all())
+
+    # serializable (the default): a concurrent append of a row the merge could match fails it
+    _concurrently(monkeypatch, append([100]))
+    with pytest.raises(ValidationError, match="conflicting"):
+        upsert().execute()
+    assert sorted(r["x"] for r in read(spark, table.refresh()).collect()
+                  if r["id"] in (5, 100)) == [-1, 5]  # the concurrent row; the merge's none
+    # ... but one outside the source's keys (id 1000 > the bound 100) does not
+    _concurrently(monkeypatch, append([1000]))
+    assert upsert().execute().updated_rows == 2  # 5, and 100 that the failed race added
+    # snapshot isolation: a concurrent append of matching data is allowed
+    table.update_properties().set("write.merge.isolation-level", "snapshot").commit()
+    source = spark.createDataFrame([(6, "a", 60), (101, "a", 1)], schema)
+    _concurrently(monkeypatch, append([101]))
+    result = upsert().execute()
+    assert (result.updated_rows, result.inserted_rows) == (1, 1)
+    assert sorted(r["x"] for r in read(spark, table.refresh()).collect()
+                  if r["id"] == 101) == [-1, 1]
+    # both levels: a concurrent delete of rows the merge rewrites or deletes fails it
+    source = spark.createDataFrame([(7, "b", 70)], schema)
+    _concurrently(monkeypatch, lambda: ips.delete(spark, _other_writer(tmp_path), "id = 7"))
+    with pytest.raises(ValidationError):
+        upsert().execute()
+    assert 7 not in {r["id"] for r in read(spark, table.refresh()).collect()}
