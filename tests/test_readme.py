@@ -43,6 +43,9 @@ events = spark.read.format("icepark").load("db.events")
 assert events.filter("event_kind = 'spam'").count() == 100, "spam rows left"
 assert [f.name for f in table.schema().fields] == ["id", "event_kind", "ts", "country"]
 assert catalog.table_exists("db.copy")
+# the update, the merge and the upsert
+assert events.filter("id < 5 AND event_kind = 'CLICK'").count() > 0
+assert sorted(r.event_kind for r in events.filter("id >= 995").collect()) == ["seen"] * 10
 # the v3 table: a deletion vector for the spam, a row ID on every row
 v3 = catalog.load_table("db.v3")
 assert v3.metadata.next_row_id == 1000, v3.metadata.next_row_id

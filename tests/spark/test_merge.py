@@ -342,6 +342,8 @@ def test_bad_input_fails_before_any_file(spark: SparkSession, tmp_path: Path) ->
         (lambda: run(merge(spark, v1, source, "t.id = s.id").when_matched_delete()),
          "v1"),
         (lambda: run(merge(spark, table, source, "t.id = s.id")), "at least one"),
+        (lambda: ips.upsert(table, source), "needs a key"),
+        (lambda: ips.upsert(table, source, key=["name"]), "not a column of the table"),
     ]
     for case, message in cases:
         with pytest.raises(ValidationError, match=message):
@@ -375,12 +377,12 @@ def test_source_key_bounds_prune_the_target(spark: SparkSession, tmp_path: Path)
         table.metadata, "main").files == ()  # type: ignore[union-attr]
 
 
-def _concurrently(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+def _concurrently(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]) -> None:
     """Run ``action`` (another writer's commit) once, after the MERGE read the table and
     before it commits: when it writes its first data file."""
     from icepark.spark.rowlevel import changes  # noqa: PLC0415 - the module patched
 
-    real = changes.write_data_files
+    real = getattr(changes, "write_data_files")  # noqa: B009 - not in its __all__
     done: list[bool] = []
 
     def write_then_race(*args: Any, **kwargs: Any) -> Any:
@@ -405,7 +407,7 @@ def test_isolation_levels(spark: SparkSession, tmp_path: Path, mode: str,
     schema = "id long, cat string, x long"
     source = spark.createDataFrame([(5, "c", 50), (100, "a", 1)], schema)
 
-    def append(ids: list[int]) -> Callable[[], None]:
+    def append(ids: list[int]) -> Callable[[], object]:
         return lambda: _other_writer(tmp_path).append(pa.Table.from_pylist(
             [{"id": i, "cat": "a", "x": -1, "s": None} for i in ids], schema=arrow_schema))
 

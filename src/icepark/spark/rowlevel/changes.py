@@ -52,8 +52,9 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from icepark.errors import CardinalityViolation, CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
 from icepark.spark.layout import read_columns
+from icepark.spark.reader.deletes import BROADCAST_POSITIONS
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
-from icepark.spark.rowlevel.delete import COPY_ON_WRITE, MERGE_ON_READ
+from icepark.spark.rowlevel.modes import COPY_ON_WRITE, MERGE_ON_READ
 from icepark.spark.rowlevel.positions import WrittenDeletes, write_deletes
 from icepark.spark.schema import quote
 from icepark.spark.writer.data_files import WrittenFiles, write_data_files
@@ -223,8 +224,13 @@ def _copy_on_write(
             f"{FILE_NUMBER} int, __icepark_old int")
         replaced = rows.where(F.col(KIND) != F.lit(INSERT)).select(
             F.col(FILE_NUMBER).alias("__icepark_old"), ROW_POSITION)
+        # as the reader applies position deletes: a broadcast anti-join while the positions
+        # are few enough, so the rewritten files' rows are not shuffled
+        small = sum(counts.updated.values()) + sum(counts.deleted.values()) \
+            <= BROADCAST_POSITIONS
         kept = (again.rows.join(F.broadcast(numbers), FILE_NUMBER)
-                .join(replaced, ["__icepark_old", ROW_POSITION], "left_anti")
+                .join(F.broadcast(replaced) if small else replaced,
+                      ["__icepark_old", ROW_POSITION], "left_anti")
                 .select(*read_columns(schema), *lineage))
         new = kept.unionByName(new)
     old = [t.data_file for t in tasks]

@@ -58,13 +58,19 @@ from dataclasses import dataclass
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
-from icepark.errors import CommitStateUnknown, ValidationError
+from icepark.errors import CommitStateUnknown
 from icepark.expressions import Expr
 from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ScanRows, scan_rows
+from icepark.spark.rowlevel.modes import (
+    COPY_ON_WRITE,
+    DELETE_MODE,
+    MERGE_ON_READ,
+    row_level_mode,
+)
 from icepark.spark.rowlevel.positions import write_deletes
 from icepark.spark.writer.data_files import write_data_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
@@ -82,11 +88,6 @@ from icepark.table.snapshot.validation import (
     may_apply,
 )
 from icepark.table.table import Table
-
-DELETE_MODE = "write.delete.mode"
-"""Table property: ``copy-on-write`` (default) or ``merge-on-read``."""
-COPY_ON_WRITE = "copy-on-write"
-MERGE_ON_READ = "merge-on-read"
 
 
 @dataclass(frozen=True)
@@ -109,19 +110,8 @@ NOTHING = DeleteResult(0, 0, 0, 0, None)
 
 
 def delete_mode(metadata: TableMetadata) -> str:
-    """``write.delete.mode`` of a table: copy-on-write unless it says merge-on-read, which a
-    v1 table cannot do ("Row-level deletes are not supported in v1")."""
-    raw = metadata.properties.get(DELETE_MODE)
-    mode = COPY_ON_WRITE if raw is None else raw.strip().lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(f"Invalid table property {DELETE_MODE}={raw!r}: use "
-                              f"{COPY_ON_WRITE} or {MERGE_ON_READ}")
-    if mode == MERGE_ON_READ and metadata.format_version < 2:
-        raise ValidationError(
-            f"Cannot delete with {DELETE_MODE}={MERGE_ON_READ} on a v1 table: \"Row-level "
-            "deletes are not supported in v1\"; upgrade the table to v2 or use "
-            f"{COPY_ON_WRITE}")
-    return mode
+    """``write.delete.mode`` of a table (:func:`icepark.spark.rowlevel.modes.row_level_mode`)."""
+    return row_level_mode(metadata, DELETE_MODE)
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,8 @@ from icepark.spark.rowlevel.changes import (
     apply_changes,
     lineage_columns,
 )
-from icepark.spark.rowlevel.delete import COPY_ON_WRITE, MERGE_ON_READ
 from icepark.spark.rowlevel.merge_keys import read_on, source_filter
+from icepark.spark.rowlevel.modes import MERGE_MODE, row_level_mode
 from icepark.spark.schema import quote
 from icepark.spark.session import case_sensitive
 from icepark.spec.metadata import TableMetadata
@@ -87,14 +87,12 @@ from icepark.spec.reserved import ROW_ID
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.snapshot.producer import branch_head
-from icepark.table.snapshot.validation import IsolationLevel, isolation_level
+from icepark.table.snapshot.validation import isolation_level
 from icepark.table.table import Table
 
 if TYPE_CHECKING:
     from icepark.table.scan.tasks import FileScanTask
 
-MERGE_MODE = "write.merge.mode"
-"""Table property: ``copy-on-write`` (default) or ``merge-on-read``."""
 MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"
 """Table property: ``serializable`` (default) or ``snapshot``."""
 
@@ -135,21 +133,6 @@ class MergeResult:
     """Data files replaced (copy-on-write) or removed whole (merge-on-read)."""
     added_data_files: int
     added_delete_files: int
-
-
-def row_level_mode(metadata: TableMetadata, key: str) -> str:
-    """A row-level mode property (``write.merge.mode``, ``write.update.mode``): copy-on-write
-    unless it says merge-on-read, which a v1 table cannot do."""
-    raw = metadata.properties.get(key)
-    mode = COPY_ON_WRITE if raw is None else raw.strip().lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(f"Invalid table property {key}={raw!r}: use {COPY_ON_WRITE} or "
-                              f"{MERGE_ON_READ}")
-    if mode == MERGE_ON_READ and metadata.format_version < 2:
-        raise ValidationError(
-            f"Cannot use {key}={MERGE_ON_READ} on a v1 table: \"Row-level deletes are not "
-            "supported in v1\"; upgrade the table to v2 or use " + COPY_ON_WRITE)
-    return mode
 
 
 class MergeBuilder:
@@ -424,5 +407,5 @@ def _comparable(t: T.DataType) -> bool:
             return True
 
 
-__all__ = ["MERGE_ISOLATION_LEVEL", "MERGE_MODE", "Clause", "IsolationLevel", "MergeBuilder",
-           "MergeResult", "merge", "row_level_mode", "upsert"]
+__all__ = ["MERGE_ISOLATION_LEVEL", "Clause", "MergeBuilder",
+           "MergeResult", "merge", "upsert"]

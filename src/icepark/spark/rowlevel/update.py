@@ -47,7 +47,7 @@ from icepark.spark.rowlevel.changes import (
     apply_changes,
     lineage_columns,
 )
-from icepark.spark.rowlevel.merge import row_level_mode
+from icepark.spark.rowlevel.modes import UPDATE_MODE, row_level_mode
 from icepark.spark.session import case_sensitive
 from icepark.spec.reserved import ROW_ID
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -55,8 +55,6 @@ from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.validation import as_expr, isolation_level
 from icepark.table.table import Table
 
-UPDATE_MODE = "write.update.mode"
-"""Table property: ``copy-on-write`` (default) or ``merge-on-read``."""
 UPDATE_ISOLATION_LEVEL = "write.update.isolation-level"
 """Table property: ``serializable`` (default) or ``snapshot``."""
 
@@ -121,4 +119,4 @@ def update_rows(spark: SparkSession, table: Table, set: Mapping[str, Value],
                         result.added_data_files, result.added_delete_files)
 
 
-__all__ = ["UPDATE_ISOLATION_LEVEL", "UPDATE_MODE", "UpdateResult", "update_rows"]
+__all__ = ["UPDATE_ISOLATION_LEVEL", "UpdateResult", "update_rows"]
