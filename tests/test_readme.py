@@ -45,7 +45,7 @@ assert [f.name for f in table.schema().fields] == ["id", "event_kind", "ts", "co
 assert catalog.table_exists("db.copy")
 # the update, the merge and the upsert
 assert events.filter("id < 5 AND event_kind = 'CLICK'").count() > 0
-assert sorted(r.event_kind for r in events.filter("id >= 995").collect()) == ["seen"] * 10
+assert events.filter("id >= 995 AND event_kind = 'seen'").count() == 10
 # the v3 table: a deletion vector for the spam, a row ID on every row
 v3 = catalog.load_table("db.v3")
 assert v3.metadata.next_row_id == 1000, v3.metadata.next_row_id

@@ -146,11 +146,13 @@ def _make(tmp_path: Path, mode: str, version: int, partitioned: bool, name: str 
 
 
 def _check(spark: SparkSession, table: Table, expected: list[Row], peers: bool) -> None:
+    """The Arrow reader sees ``expected``; with ``peers``, so do the Spark reader, pyiceberg
+    and DuckDB."""
     want = _sorted(expected)
     assert _sorted(table.scan().to_arrow().to_pylist()) == want
-    assert _sorted([r.asDict(recursive=True) for r in read(spark, table).collect()]) == want
     if not peers:
         return
+    assert _sorted([r.asDict(recursive=True) for r in read(spark, table).collect()]) == want
     theirs = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
     assert _sorted(theirs.to_pylist()) == want
     with duckdb_connection() as con:
