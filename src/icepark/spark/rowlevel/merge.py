@@ -223,16 +223,13 @@ class MergeBuilder:
         mode = row_level_mode(metadata, MERGE_MODE)
         level = isolation_level(metadata.properties, MERGE_ISOLATION_LEVEL)
         changes = self._changes(metadata, branch)
-        if changes is None:
-            return MergeResult(0, 0, 0, None, 0, 0, 0)
         result = apply_changes(self._spark, table, changes, mode=mode, isolation=level,
                                branch=branch, operation="MERGE",
                                snapshot_properties=snapshot_properties)
         return _merge_result(result)
 
-    def _changes(self, metadata: TableMetadata, branch: str) -> RowChanges | None:
-        """The changed rows, or None when the source is empty and no clause acts on unmatched
-        target rows."""
+    def _changes(self, metadata: TableMetadata, branch: str) -> RowChanges:
+        """The rows the clauses change (a DataFrame not yet run) and the files they read."""
         schema = metadata.schema()
         by_source = any(c.when == "not matched by source" for c in self._clauses)
         prune = ALWAYS_TRUE if by_source else self._prune(schema)
