@@ -19,3 +19,12 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Parameter IDs without memory addresses (``<object object at 0x...>``, a memoryview),
+    so that every pytest-xdist worker collects the same test names."""
+    text = repr(val)
+    if " at 0x" in text:
+        return f"{argname}={type(val).__name__}"
+    return None

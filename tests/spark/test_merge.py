@@ -169,17 +169,18 @@ ROUNDS: list[list[When]] = [
                                                     else t["s"]["a"] + 1})}),
      When("matched", "delete", "s.op = 'd'", lambda t, s: s is not None and s["op"] == "d"),
      When("not matched", "insert", "s.op <> 'd'",
-          lambda t, s: s is not None and s["op"] != "d")],
+          lambda t, s: s is not None and s["op"] != "d"),
+     When("by source", "update", "t.cat = 'a'", lambda t, s: t is not None and t["cat"] == "a",
+          {"x": ("t.x * 10", lambda t, s: None if t is None or t["x"] is None
+                 else t["x"] * 10)})],
     [When("matched", "update", None, None),
      When("by source", "delete", "t.x < 5",
-          lambda t, s: t is not None and t["x"] is not None and t["x"] < 5)],
-    [When("by source", "update", "t.cat = 'a'", lambda t, s: t is not None and t["cat"] == "a",
-          {"x": ("t.x * 10", lambda t, s: None if t is None or t["x"] is None
-                 else t["x"] * 10)}),
+          lambda t, s: t is not None and t["x"] is not None and t["x"] < 5),
      When("not matched", "insert", None, None,
           {"id": ("s.id", lambda t, s: s and s["id"]), "cat": ("'z'", lambda t, s: "z")})],
-    [When("matched", "delete", None, None)],
 ]
+"""Every clause kind, each with and without a condition, in two MERGEs (full outer joins);
+the other join shapes are in the tests below (matched only: inner; upsert: right outer)."""
 
 
 def _fix_nested(clauses: list[When]) -> list[When]:

@@ -432,7 +432,9 @@ MALFORMED: list[tuple[tuple[Any, ...], Any, type[IcebergError], str]] = [
 
 
 @pytest.mark.parametrize(("path", "value", "error", "message"), MALFORMED,
-                         ids=[f"{'.'.join(map(str, c[0]))}={c[1]!r}"[:60] for c in MALFORMED])
+                         ids=[f"{'.'.join(map(str, c[0]))}="
+                              f"{'<deleted>' if c[1] is DELETE else repr(c[1])}"[:60]
+                              for c in MALFORMED])
 def test_malformed_metadata(path: tuple[Any, ...], value: Any, error: type[IcebergError],
                             message: str) -> None:
     doc = patched(example("appendix_c_table_metadata_v2.json"), path, value)

@@ -42,6 +42,11 @@ from icepark.spec.types import (
 )
 from icepark.spec.values import check_value, from_json, from_python, to_json
 
+
+def _id(value: object) -> str:
+    """A parameter's ID: its repr, without the address a memoryview's repr shows."""
+    return f"memoryview({bytes(value)!r})" if isinstance(value, memoryview) else repr(value)
+
 dec = PrimitiveType.decimal
 fixed = PrimitiveType.fixed
 SPEC_UUID = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
@@ -122,7 +127,7 @@ JSON_EDGES: list[tuple[IcebergType, Any, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(("t", "value", "data"), JSON_EXAMPLES + JSON_EDGES, ids=repr)
+@pytest.mark.parametrize(("t", "value", "data"), JSON_EXAMPLES + JSON_EDGES, ids=_id)
 def test_json_vectors(t: IcebergType, value: Any, data: Any) -> None:
     assert same(to_json(t, value), data)
     assert same(from_json(t, data), value)
@@ -166,7 +171,7 @@ BINARY_VECTORS: list[tuple[PrimitiveType, Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("t", "value", "data"), BINARY_VECTORS, ids=repr)
+@pytest.mark.parametrize(("t", "value", "data"), BINARY_VECTORS, ids=_id)
 def test_binary_vectors(t: PrimitiveType, value: Any, data: str) -> None:
     assert to_bytes(t, value) == bytes.fromhex(data)
     assert same(from_bytes(t, bytes.fromhex(data)), value)
@@ -186,7 +191,7 @@ def test_binary_vectors(t: PrimitiveType, value: Any, data: str) -> None:
         (BINARY, bytearray(b"\x01"), b"\x01"),
         (INT, memoryview(b"\x01\x00\x00\x00"), 1),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_from_bytes_lenient_reads(t: PrimitiveType, data: bytes, value: Any) -> None:
     assert same(from_bytes(t, data), value)
@@ -198,7 +203,7 @@ def test_from_bytes_lenient_reads(t: PrimitiveType, data: bytes, value: Any) -> 
      (DOUBLE, b"\x00" * 7), (BOOLEAN, b""), (BOOLEAN, b"\x00\x00"), (DATE, b"\x00" * 8),
      (TIME, b"\x00" * 4), (TIMESTAMP, b"\x00" * 5), (TIMESTAMPTZ, b"\x00" * 9),
      (UUID, b"\x00" * 15), (fixed(2), b"abc"), (dec(9, 2), b"")],
-    ids=repr,
+    ids=_id,
 )
 def test_from_bytes_rejects_wrong_lengths(t: PrimitiveType, data: bytes) -> None:
     message = f"Cannot decode {t} from {len(data)} bytes"
@@ -248,7 +253,7 @@ def test_binary_nested_types_are_not_supported(t: Any) -> None:
         (dec(3, 1), "1.42E+1", Decimal("14.2")),
         (dec(3, -20), "1.23E+22", Decimal("123E+20")),  # Java's BigDecimal.toString form
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_json_accepted_variants(t: IcebergType, data: Any, value: Any) -> None:
     assert same(from_json(t, data), value)
@@ -313,7 +318,7 @@ def test_json_floats_use_the_shortest_form_and_json_non_finite_tokens() -> None:
         (MapType(4, STRING, 5, INT), {"keys": ["a", "a"], "values": [1, 2]}, "duplicate keys"),
         (MapType(4, ListType(6, INT), 5, INT), {"keys": [[1]], "values": [1]}, "dict keys"),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_from_json_errors_name_the_type(t: IcebergType, data: Any, reason: str) -> None:
     with pytest.raises(ValidationError) as info:
@@ -330,7 +335,7 @@ def test_from_json_errors_name_the_type(t: IcebergType, data: Any, reason: str) 
         (MapType(4, STRING, 5, INT), {"keys": ["a"], "values": [None]}),
         (MapType(4, STRING, 5, INT), {"keys": [None], "values": [1]}),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_from_json_rejects_null_for_required(t: IcebergType, data: Any) -> None:
     with pytest.raises(ValidationError, match="Invalid null for required field"):
@@ -354,7 +359,7 @@ def test_to_json_outside_iso_years_is_unsupported() -> None:
      (TIME, 0), (TIMESTAMPTZ, 2**63 - 1), (STRING, ""), (UUID, SPEC_UUID), (fixed(1), b"x"),
      (BINARY, b""), (STRUCT_1_2, {1: 5}), (ListType(3, STRING), []),
      (MapType(4, STRING, 5, INT, value_required=False), {"a": None})],
-    ids=repr,
+    ids=_id,
 )
 def test_check_value_accepts(t: IcebergType, value: Any) -> None:
     check_value(t, value)
@@ -396,7 +401,7 @@ def test_check_value_accepts(t: IcebergType, value: Any) -> None:
         (MapType(4, STRING, 5, INT), [("a", 1)], "expected a dict"),
         (MapType(4, STRING, 5, INT), {"a": "b"}, "expected an int"),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_check_value_rejects(t: IcebergType, value: Any, reason: str) -> None:
     with pytest.raises(ValidationError) as info:
@@ -409,7 +414,7 @@ def test_check_value_rejects(t: IcebergType, value: Any, reason: str) -> None:
     ("t", "value"),
     [(STRUCT_1_2, {1: None}), (ListType(3, INT), [None]), (MapType(4, STRING, 5, INT), {"a": None}),
      (MapType(4, STRING, 5, INT, value_required=False), {None: 1})],
-    ids=repr,
+    ids=_id,
 )
 def test_check_value_rejects_null_for_required(t: IcebergType, value: Any) -> None:
     with pytest.raises(ValidationError, match="Invalid null for required field"):
@@ -459,7 +464,7 @@ EAST = timezone(timedelta(hours=5, minutes=30))
         (StructType((NestedField.required(1, "t", TIMESTAMP),)),
          {1: datetime(1970, 1, 1, 0, 0, 1)}, {1: 1_000_000}),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_from_python(t: IcebergType, obj: Any, value: Any) -> None:
     assert same(from_python(t, obj), value)
@@ -486,7 +491,7 @@ def test_from_python(t: IcebergType, obj: Any, value: Any) -> None:
         (STRUCT_1_2, {3: 1}, "no field with ID [3]"),
         (MapType(4, ListType(6, INT), 5, INT), {(1,): 1}, "cannot be dict keys"),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_from_python_rejects(t: IcebergType, obj: Any, reason: str) -> None:
     with pytest.raises(ValidationError, match="Invalid ") as info:
@@ -545,7 +550,7 @@ def test_sort_key_orders(t: PrimitiveType, ordered: list[Any]) -> None:
         (BINARY, [b"\x80", b"\x7f", b""], b"", b"\x80"),
         (DATE, [3, -4, None, 0], -4, 3),
     ],
-    ids=repr,
+    ids=_id,
 )
 def test_bounds(t: PrimitiveType, values: list[Any], lower: Any, upper: Any) -> None:
     assert same(lower_bound(t, values), lower)
