@@ -37,8 +37,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two workers, a file's tests on one of them: each worker shares one Spark session (and one
+# Java reference session) across its files. The suite waits on JVMs far more than it computes,
+# so two keep both cores busy.
 unit: $(STAMP) $(JAVAREF_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 test: lint typecheck unit
 
