@@ -237,11 +237,26 @@ def _copy_on_write(
     written = write_data_files(new, metadata, table.io,
                                row_bytes=_row_bytes(old) if old else None,
                                lineage=bool(lineage))
+    commit_rewrite(table, old, written, branch=branch, properties=properties,
+                   head_id=changes.head_id, conflict_filter=changes.conflict_filter,
+                   isolation=isolation)
+    return ChangeResult(counts.inserted, sum(counts.updated.values()),
+                        sum(counts.deleted.values()), len(old), len(written.files), 0,
+                        head_id(table.metadata, branch))
+
+
+def commit_rewrite(
+        table: Table, removed: Sequence[DataFile], written: WrittenFiles, *, branch: str,
+        properties: Mapping[str, str], head_id: int | None, conflict_filter: Expr,
+        isolation: IsolationLevel) -> None:
+    """Commit a copy-on-write rewrite: one ``overwrite`` snapshot removing ``removed`` and
+    adding the ``written`` files, validated from ``head_id`` within ``conflict_filter``; on a
+    known failure the written files are deleted (after :class:`CommitStateUnknown` not)."""
     try:
         (table.new_overwrite(branch=branch,
                              snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})
-         .delete_files(old).add_files(written.files)
-         .validate_no_conflicting_appends(changes.head_id, changes.conflict_filter)
+         .delete_files(removed).add_files(written.files)
+         .validate_no_conflicting_appends(head_id, conflict_filter)
          .isolation_level(isolation)
          .commit())
     except CommitStateUnknown:
@@ -249,9 +264,6 @@ def _copy_on_write(
     except BaseException:
         written.abort(table.io)
         raise
-    return ChangeResult(counts.inserted, sum(counts.updated.values()),
-                        sum(counts.deleted.values()), len(old), len(written.files), 0,
-                        head_id(table.metadata, branch))
 
 
 def _merge_on_read(
@@ -313,5 +325,5 @@ def _merge_on_read(
 
 
 __all__ = ["DELETE", "INSERT", "KIND", "NEW_ROW_ID", "NEW_SEQUENCE", "UPDATE",
-           "ChangeResult", "RowChanges", "apply_changes",
+           "ChangeResult", "RowChanges", "apply_changes", "commit_rewrite",
            "lineage_columns"]

@@ -65,6 +65,7 @@ from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ScanRows, scan_rows
+from icepark.spark.rowlevel.changes import commit_rewrite
 from icepark.spark.rowlevel.modes import (
     COPY_ON_WRITE,
     DELETE_MODE,
@@ -257,18 +258,10 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     row_bytes = sum(f.file_size_in_bytes for f in old) / sum(f.record_count for f in old)
     written = write_data_files(kept.rows.select(*read_columns(schema), *lineage), metadata,
                                table.io, row_bytes=row_bytes, lineage=bool(lineage))
-    try:
-        (table.new_overwrite(branch=branch,
-                             snapshot_properties={**properties, JOB_ID_PROPERTY: written.job_id})
-         .delete_files([t.data_file for t in (*removed, *rewritten)]).add_files(written.files)
-         .validate_no_conflicting_appends(plan.head_id, plan.expr)
-         .isolation_level(isolation_level(metadata.properties, DELETE_ISOLATION_LEVEL))
-         .commit())
-    except CommitStateUnknown:
-        raise
-    except BaseException:
-        written.abort(table.io)
-        raise
+    commit_rewrite(table, [t.data_file for t in (*removed, *rewritten)], written,
+                   branch=branch, properties=properties, head_id=plan.head_id,
+                   conflict_filter=plan.expr,
+                   isolation=isolation_level(metadata.properties, DELETE_ISOLATION_LEVEL))
     return DeleteResult(plan.deleted_rows(counts), len(removed), len(rewritten), 0,
                         head_id(table.metadata, branch))
 
