@@ -55,6 +55,7 @@ from icepark.table.change.statistics import UpdateStatistics
 from icepark.table.maintenance.expire import ExpireResult, ExpireSnapshots, delete_unreachable_files
 from icepark.table.scan.read import DataScan
 from icepark.table.snapshot.append import merge_enabled
+from icepark.table.snapshot.rewrite_manifests import RewriteManifests, RewriteManifestsResult
 from icepark.table.snapshot.writes import (
     BoundDeleteFiles,
     BoundFastAppend,
@@ -391,3 +392,18 @@ class Table(TableWrites):
                   else ExpireResult())
         return replace(result, expired_snapshot_ids=plan.expired_snapshot_ids,
                        removed_refs=plan.removed_refs)
+
+    def rewrite_manifests(self, *, spec_id: int | None = None,
+                          sort_by: Sequence[str] | None = None,
+                          target_size_bytes: int | None = None,
+                          branch: str = MAIN_BRANCH) -> RewriteManifestsResult:
+        """Rewrite the branch's manifests clustered by partition in one ``replace`` snapshot
+        (see :mod:`icepark.table.snapshot.rewrite_manifests`); nothing is committed when no
+        manifest needs it."""
+        change = RewriteManifests(self.io, self.metadata, branch=branch, spec_id=spec_id,
+                                  sort_by=sort_by, target_size_bytes=target_size_bytes)
+        if not change.groups():
+            return RewriteManifestsResult()
+        self.commit(change)
+        head = self.snapshot_by_ref(branch)
+        return change.result(None if head is None else head.snapshot_id)
