@@ -230,6 +230,24 @@ class ArrowFileIO:
             yield FileInfo(head + relative, int(info.size),
                            None if mtime is None else int(mtime) // 1_000_000)
 
+    def list_directory(self, location: str) -> tuple[list[FileInfo], list[str]]:
+        """The files directly in the directory ``location`` and the locations of its
+        subdirectories (not recursive, not sorted), in ``location``'s spelling: one level of a
+        walk that hands subdirectories to other workers. A missing directory lists nothing."""
+        r = self._resolve(location)
+        base, head = r.path.rstrip("/"), location.rstrip("/")
+        selector = pafs.FileSelector(base, recursive=False, allow_not_found=True)
+        files, dirs = [], []
+        for info in r.fs.get_file_info(selector):
+            child = f"{head}{str(info.path)[len(base):]}"
+            if info.type == pafs.FileType.Directory:
+                dirs.append(child)
+            elif info.type == pafs.FileType.File:
+                mtime = info.mtime_ns
+                files.append(FileInfo(child, int(info.size),
+                                      None if mtime is None else int(mtime) // 1_000_000))
+        return files, dirs
+
     def _resolve(self, location: str) -> _Resolved:
         parts = urlsplit(location)
         scheme = parts.scheme.lower()
