@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from icepark.errors import Remedy, ValidationError
@@ -112,13 +112,17 @@ class LocationKey:
         return self.scheme, self.authority
 
 
-def _flatten(mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """``{"s3a,s3n": "s3"}`` as ``{"s3a": "s3", "s3n": "s3"}``, lower case."""
+def _flatten(mapping: Mapping[str, str] | None, what: str, *,
+             empty: bool = False) -> dict[str, str]:
+    """``{"s3a,s3n": "s3"}`` as ``{"s3a": "s3", "s3n": "s3"}``, lower case; an empty value
+    (where ``empty`` allows it) means none."""
     flat = {}
     for keys, value in (mapping or {}).items():
-        if not isinstance(keys, str) or not isinstance(value, str) or not value.strip():
-            raise ValidationError(f"An equal_schemes or equal_authorities entry must map "
-                                  f"strings to a non-empty string, not {keys!r}: {value!r}")
+        if (not isinstance(keys, str) or not isinstance(value, str)
+                or not (empty or value.strip())):
+            wanted = "a string" if empty else "a non-empty string"
+            raise ValidationError(f"An {what} entry must map a string to {wanted}, not "
+                                  f"{keys!r}: {value!r}")
         for key in keys.split(","):
             if key.strip():
                 flat[key.strip().lower()] = value.strip().lower()
@@ -127,7 +131,8 @@ def _flatten(mapping: Mapping[str, str] | None) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class PrefixRules:
-    """How locations are compared: which schemes and which authorities are the same."""
+    """How locations are compared: which schemes and which authorities are the same (an
+    authority mapped to ``""`` is the same as none: ``file://host/p`` as ``file:///p``)."""
 
     equal_schemes: Mapping[str, str]
     equal_authorities: Mapping[str, str]
@@ -140,8 +145,8 @@ class PrefixRules:
         >>> PrefixRules.of({"s3, gs": "x"}).equal_schemes["gs"], PrefixRules.of().key("S3N://b/k")
         ('x', LocationKey(scheme='s3', authority='b', path='/k'))
         """
-        return PrefixRules({**DEFAULT_EQUAL_SCHEMES, **_flatten(equal_schemes)},
-                           _flatten(equal_authorities))
+        return PrefixRules({**DEFAULT_EQUAL_SCHEMES, **_flatten(equal_schemes, "equal_schemes")},
+                           _flatten(equal_authorities, "equal_authorities", empty=True))
 
     def key(self, location: str) -> LocationKey:
         parts = urlsplit(location)
@@ -150,7 +155,7 @@ class PrefixRules:
             return LocationKey("file", None, _normal_path(location.replace("\\", "/")))
         authority = parts.netloc.lower() or None
         if authority is not None:
-            authority = self.equal_authorities.get(authority, authority)
+            authority = self.equal_authorities.get(authority, authority) or None
         return LocationKey(self.equal_schemes.get(scheme, scheme), authority,
                            _normal_path(parts.path or "/"))
 
@@ -397,6 +402,7 @@ def list_files(file_io: FileIO, location: str) -> Iterator[FileInfo]:
     return file_io.list_prefix(location)
 
 
+@runtime_checkable
 class ListsDirectories(Protocol):
     """A FileIO that lists one directory level (:meth:`ArrowFileIO.list_directory
     <icepark.io.fileio.ArrowFileIO.list_directory>`)."""
