@@ -52,7 +52,7 @@ def test_ingest_creates_a_table_and_rejects_a_csv_that_does_not_fit(
     (folder / "_SUCCESS").write_text("", encoding="utf-8")
 
     result = icepark_cli("ingest", "db.events", str(folder),
-                         "--partition-by", "day(ts),bucket(4,id)")
+                         "--partition-by", "day(ts),bucket(4,id)", process=True)
     assert result.returncode == 0, result.stderr
     progress = _quiet(result)
     assert progress[1] == "reading 2 csv files..."
@@ -90,7 +90,7 @@ def test_query_with_filter_columns_limit_and_time_travel(
 
     result = icepark_cli("query", "db.events", "--where", "kind = 'click' AND id > 1",
                          "--columns", "id,ts", "--as-of", str(first.timestamp_ms),
-                         "--limit", "5", "--json")
+                         "--limit", "5", "--json", process=True)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no progress with --json, and nothing from the JVM
     records = [json.loads(line) for line in result.stdout.splitlines()]

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
 from tools import peer_read
 
 from icepark.cli.quickstart.check import compare_peers
 from icepark.cli.quickstart.report import Report
+from tests.cli.conftest import cli_env, run_in_process
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -63,13 +65,17 @@ def check_run(result: subprocess.CompletedProcess[str], n: int) -> dict[str, Any
 
 
 @pytest.mark.spark
-def test_quickstart_runs_and_the_three_readers_agree(tmp_path: Path) -> None:
+def test_quickstart_runs_and_the_three_readers_agree(tmp_path: Path, spark: SparkSession
+                                                     ) -> None:
+    """As ``make run`` runs it, then again in the same folder (in this process, lent the
+    shared Spark session: the second run is about replacing the first one's table)."""
     summary = check_run(quickstart(tmp_path, "--rows", "20000"), 20_000)
     assert summary["warehouse"] == str((tmp_path / "warehouse").resolve())
     assert (tmp_path / "warehouse" / "catalog.db").is_file()
     first_location = summary["metadata_location"]
 
-    again = check_run(quickstart(tmp_path, "--rows", "1000"), 1000)
+    args = ["quickstart", "--master", "local[2]", "--json", "--rows", "1000"]
+    again = check_run(run_in_process(args, tmp_path, cli_env(tmp_path), spark), 1000)
     assert again["metadata_location"] != first_location
     assert not Path(first_location).exists()  # the earlier table was dropped with its files
 
