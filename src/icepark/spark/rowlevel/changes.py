@@ -14,10 +14,13 @@ then:
 2. by the table's row-level mode (``write.update.mode``, ``write.merge.mode``; the reference
    implementation's names and default):
 
-   * ``copy-on-write``: the data files holding changed rows are read again, their unchanged rows
-     (an anti-join on file number and position) and the new rows are written to new files by
-     :func:`icepark.spark.writer.data_files.write_data_files`, and one ``overwrite`` snapshot
-     removes the old files and adds the new ones;
+   * ``copy-on-write``: the data files holding changed rows are rewritten with their unchanged
+     rows and the new rows by :func:`icepark.spark.writer.data_files.write_data_files`, and one
+     ``overwrite`` snapshot removes the old files and adds the new ones. An operation that can
+     compute the files' new contents itself (:attr:`RowChanges.rewrite`: MERGE, whose join
+     already carries every target row) gives them in one pass: the changes are then not
+     persisted, and the count above reads only the columns it needs. Otherwise the files are
+     read again and their unchanged rows found by an anti-join on file number and position;
    * ``merge-on-read`` (v2 and later): the positions of the replaced and deleted rows go to
      position delete files (v2) or deletion vectors (v3) by
      :func:`icepark.spark.rowlevel.positions.write_deletes`, the new rows to new data files, and
@@ -42,7 +45,7 @@ On a job failure or a known commit failure every file the operation wrote is del
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -67,8 +70,9 @@ from icepark.table.snapshot.validation import IsolationLevel, may_apply
 from icepark.table.table import Table
 
 KIND = "__icepark_kind"
-"""The column saying what a changed row is: :data:`UPDATE`, :data:`DELETE` or :data:`INSERT`."""
-UPDATE, DELETE, INSERT = 1, 2, 3
+"""The column saying what a changed row is: :data:`UPDATE`, :data:`DELETE` or :data:`INSERT`;
+:data:`KEEP` for an unchanged row a copy-on-write rewrite copies."""
+KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
 NEW_ROW_ID = "__icepark_new_row_id"
 """The ``_row_id`` a new row is written with (v3): the replaced row's, null for an insert."""
 NEW_SEQUENCE = "__icepark_new_seq"
@@ -93,6 +97,10 @@ class RowChanges:
     """The rows the operation read: what concurrent commits are checked against."""
     head_id: int | None
     """The branch head the operation read."""
+    rewrite: Callable[[Sequence[int]], DataFrame] | None = None
+    """For copy-on-write: given the numbers of the files that change, a DataFrame shaped as
+    :attr:`rows` holding every row of those files (the unchanged ones as :data:`KEEP`, with
+    their own lineage values) and the inserted rows. None: the files are read again."""
 
 
 @dataclass(frozen=True)
@@ -137,17 +145,27 @@ def apply_changes(
         snapshot_properties: Mapping[str, str] | None = None) -> ChangeResult:
     """Commit ``changes`` to ``table`` in one snapshot by ``mode`` (see the module docstring);
     ``operation`` (``MERGE``, ``UPDATE``) names it in errors. ``table`` is refreshed."""
+    if mode not in {COPY_ON_WRITE, MERGE_ON_READ}:
+        raise ValidationError(f"Unknown row-level mode {mode!r}")
+    properties = dict(snapshot_properties or {})
+    if mode == COPY_ON_WRITE and changes.rewrite is not None:
+        counts = _count(changes.rows, changes.files, operation)
+        if not (counts.inserted or counts.touched):
+            return ChangeResult(0, 0, 0, 0, 0, 0, None)
+        new = _new_rows(changes.rewrite(sorted(counts.touched)), table.metadata)
+        return _copy_on_write(spark, table, changes, new, counts, isolation=isolation,
+                              branch=branch, properties=properties)
     rows = changes.rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = _count(rows, changes.files, operation)
         if not (counts.inserted or counts.touched):
             return ChangeResult(0, 0, 0, 0, 0, 0, None)
-        properties = dict(snapshot_properties or {})
         if mode == COPY_ON_WRITE:
-            return _copy_on_write(spark, table, changes, rows, counts, isolation=isolation,
+            new = _new_rows(rows, table.metadata)
+            if counts.touched:
+                new = _kept_rows(spark, table, changes, rows, counts).unionByName(new)
+            return _copy_on_write(spark, table, changes, new, counts, isolation=isolation,
                                   branch=branch, properties=properties)
-        if mode != MERGE_ON_READ:
-            raise ValidationError(f"Unknown row-level mode {mode!r}")
         return _merge_on_read(spark, table, changes, rows, counts, isolation=isolation,
                               branch=branch, properties=properties)
     finally:
@@ -203,40 +221,48 @@ def _row_bytes(files: Sequence[DataFile]) -> float | None:
     return sum(f.file_size_in_bytes for f in files) / records if records else None
 
 
-def _copy_on_write(
-        spark: SparkSession, table: Table, changes: RowChanges, rows: DataFrame,
-        counts: _Counts, *, isolation: IsolationLevel, branch: str,
-        properties: dict[str, str]) -> ChangeResult:
-    """Rewrite the files holding changed rows with their unchanged rows and the new rows."""
+def _touched_tasks(changes: RowChanges, counts: _Counts) -> list[FileScanTask]:
+    by_path = {t.data_file.file_path: t for t in changes.tasks}
+    return [by_path[changes.files[n].file_path] for n in sorted(counts.touched)]
+
+
+def _kept_rows(spark: SparkSession, table: Table, changes: RowChanges, rows: DataFrame,
+               counts: _Counts) -> DataFrame:
+    """The unchanged rows of the files holding changed rows, read again (table layout and
+    lineage columns)."""
     metadata = table.metadata
     schema = metadata.schema()
     touched = sorted(counts.touched)
-    by_path = {t.data_file.file_path: t for t in changes.tasks}
-    tasks = [by_path[changes.files[n].file_path] for n in touched]
     lineage = lineage_columns(metadata)
-    new = _new_rows(rows, metadata)
-    if tasks:
-        again = scan_rows(spark, table, tasks, schema, ["*"], positions=True,
-                          metadata_columns=lineage)
-        renumbered = {changes.files[n].file_path: n for n in touched}
-        numbers = spark.createDataFrame(
-            [(i, renumbered[f.file_path]) for i, f in enumerate(again.files)],
-            f"{FILE_NUMBER} int, __icepark_old int")
-        replaced = rows.where(F.col(KIND) != F.lit(INSERT)).select(
-            F.col(FILE_NUMBER).alias("__icepark_old"), ROW_POSITION)
-        # as the reader applies position deletes: a broadcast anti-join while the positions
-        # are few enough, so the rewritten files' rows are not shuffled
-        small = sum(counts.updated.values()) + sum(counts.deleted.values()) \
-            <= BROADCAST_POSITIONS
-        kept = (again.rows.join(F.broadcast(numbers), FILE_NUMBER)
-                .join(F.broadcast(replaced) if small else replaced,
-                      ["__icepark_old", ROW_POSITION], "left_anti")
-                .select(*read_columns(schema), *lineage))
-        new = kept.unionByName(new)
-    old = [t.data_file for t in tasks]
+    again = scan_rows(spark, table, _touched_tasks(changes, counts), schema, ["*"],
+                      positions=True, metadata_columns=lineage)
+    renumbered = {changes.files[n].file_path: n for n in touched}
+    numbers = spark.createDataFrame(
+        [(i, renumbered[f.file_path]) for i, f in enumerate(again.files)],
+        f"{FILE_NUMBER} int, __icepark_old int")
+    replaced = rows.where(F.col(KIND) != F.lit(INSERT)).select(
+        F.col(FILE_NUMBER).alias("__icepark_old"), ROW_POSITION)
+    # as the reader applies position deletes: a broadcast anti-join while the positions
+    # are few enough, so the rewritten files' rows are not shuffled
+    small = sum(counts.updated.values()) + sum(counts.deleted.values()) \
+        <= BROADCAST_POSITIONS
+    return (again.rows.join(F.broadcast(numbers), FILE_NUMBER)
+            .join(F.broadcast(replaced) if small else replaced,
+                  ["__icepark_old", ROW_POSITION], "left_anti")
+            .select(*read_columns(schema), *lineage))
+
+
+def _copy_on_write(
+        spark: SparkSession, table: Table, changes: RowChanges, new: DataFrame,
+        counts: _Counts, *, isolation: IsolationLevel, branch: str,
+        properties: dict[str, str]) -> ChangeResult:
+    """Write ``new`` (the changed files' new contents and the inserted rows) and replace the
+    files holding changed rows with it."""
+    metadata = table.metadata
+    old = [t.data_file for t in _touched_tasks(changes, counts)]
     written = write_data_files(new, metadata, table.io,
                                row_bytes=_row_bytes(old) if old else None,
-                               lineage=bool(lineage))
+                               lineage=metadata.format_version >= 3)
     commit_rewrite(table, old, written, branch=branch, properties=properties,
                    head_id=changes.head_id, conflict_filter=changes.conflict_filter,
                    isolation=isolation)
@@ -324,6 +350,6 @@ def _merge_on_read(
                         head_id(table.metadata, branch))
 
 
-__all__ = ["DELETE", "INSERT", "KIND", "NEW_ROW_ID", "NEW_SEQUENCE", "UPDATE",
+__all__ = ["DELETE", "INSERT", "KEEP", "KIND", "NEW_ROW_ID", "NEW_SEQUENCE", "UPDATE",
            "ChangeResult", "RowChanges", "apply_changes", "commit_rewrite",
            "lineage_columns"]

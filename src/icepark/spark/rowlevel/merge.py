@@ -56,7 +56,7 @@ from icepark.expressions.bound import bind, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
-from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
+from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.rowlevel.assignments import (
     Value,
     as_column,
@@ -64,11 +64,13 @@ from icepark.spark.rowlevel.assignments import (
     clause_values,
     find_name,
     first_line,
+    qualified,
     spark_type,
 )
 from icepark.spark.rowlevel.changes import (
     DELETE,
     INSERT,
+    KEEP,
     KIND,
     NEW_ROW_ID,
     NEW_SEQUENCE,
@@ -83,7 +85,7 @@ from icepark.spark.rowlevel.modes import MERGE_MODE, row_level_mode
 from icepark.spark.schema import quote
 from icepark.spark.session import case_sensitive
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.reserved import ROW_ID
+from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.snapshot.producer import branch_head
@@ -101,6 +103,7 @@ When = Literal["matched", "not matched", "not matched by source"]
 T_PRESENT = "__icepark_t_present"
 S_PRESENT = "__icepark_s_present"
 T_ROW_ID = "__icepark_t_row_id"
+T_SEQUENCE = "__icepark_t_seq"
 CLAUSE = "__icepark_clause"
 
 
@@ -243,20 +246,30 @@ class MergeBuilder:
         condition = None if prune == ALWAYS_TRUE else spark_filter(
             rewrite_not(bind(prune, schema)), schema)
         lineage = lineage_columns(metadata)
-        target = scan_rows(self._spark, self._table, tasks, schema, ["*"], positions=True,
-                           metadata_columns=lineage,
-                           condition=None if isinstance(condition, bool) else condition)
-        rows = target.rows
-        if condition is False:
-            rows = rows.limit(0)
-        t_rows = rows.select(
-            *read_columns(schema), FILE_NUMBER, ROW_POSITION,
-            (F.col(ROW_ID.name) if lineage else F.lit(None).cast(T.LongType())).alias(T_ROW_ID),
-            F.lit(True).alias(T_PRESENT))
+
+        def target_rows(condition: Column | bool | None) -> tuple[DataFrame, ScanRows]:
+            target = scan_rows(self._spark, self._table, tasks, schema, ["*"], positions=True,
+                               metadata_columns=lineage,
+                               condition=None if isinstance(condition, bool) else condition)
+            rows = target.rows.limit(0) if condition is False else target.rows
+            return rows.select(
+                *read_columns(schema), FILE_NUMBER, ROW_POSITION,
+                *((F.col(c.name) if lineage else F.lit(None).cast(T.LongType())).alias(a)
+                  for c, a in ((ROW_ID, T_ROW_ID), (LAST_UPDATED_SEQUENCE_NUMBER, T_SEQUENCE))),
+                F.lit(True).alias(T_PRESENT)), target
+
+        # the changes read only the rows the pruning filter leaves; a rewrite reads every row
+        # of the files it rewrites
+        t_rows, target = target_rows(condition)
+
+        def rewrite(touched: Sequence[int]) -> DataFrame:
+            every, _ = target_rows(None)
+            return self._changed(every, schema, keep=F.col(FILE_NUMBER).isin(list(touched)))
+
         try:
             return RowChanges(self._changed(t_rows, schema), target.files, tasks,
                               prune,
-                              None if head is None else head.snapshot_id)
+                              None if head is None else head.snapshot_id, rewrite)
         except AnalysisException as e:
             raise ValidationError(f"MERGE cannot be resolved: {first_line(e)}") from None
 
@@ -269,14 +282,19 @@ class MergeBuilder:
         keys = source_filter(self._source, self._source_alias, on.keys, schema)
         return and_(on.target_filter, keys)
 
-    def _changed(self, t_rows: DataFrame, schema: Schema) -> DataFrame:
-        """The joined rows each clause changes, as :class:`RowChanges` rows."""
+    def _changed(self, t_rows: DataFrame, schema: Schema,
+                 keep: Column | None = None) -> DataFrame:
+        """The joined rows each clause changes, as :class:`RowChanges` rows; with ``keep`` (a
+        condition on the target row) also the unchanged target rows it holds for, as
+        :data:`KEEP` rows (a copy-on-write rewrite of the files they are in), and only the
+        changed target rows it holds for."""
         ta, sa = self._target_alias, self._source_alias
         source = self._source.select("*", F.lit(True).alias(S_PRESENT)).alias(sa)
         whens = {c.when for c in self._clauses}
+        # every target row is carried when unchanged ones are kept
         how = {(False, False): "inner", (True, False): "right_outer",
                (False, True): "left_outer", (True, True): "full_outer"}[
-            ("not matched" in whens, "not matched by source" in whens)]
+            ("not matched" in whens, keep is not None or "not matched by source" in whens)]
         joined = t_rows.alias(ta).join(source, as_column(self._on), how)
         t_present, s_present = F.col(T_PRESENT).isNotNull(), F.col(S_PRESENT).isNotNull()
         kinds = {"matched": t_present & s_present, "not matched": s_present & ~t_present,
@@ -289,7 +307,9 @@ class MergeBuilder:
             chosen = (F.when(applies, F.lit(i)) if chosen is None
                       else chosen.when(applies, F.lit(i)))
         assert chosen is not None
-        picked = joined.select("*", chosen.alias(CLAUSE)).where(F.col(CLAUSE).isNotNull())
+        picked = joined.select("*", chosen.alias(CLAUSE))
+        picked = picked.where(F.col(CLAUSE).isNotNull() if keep is None
+                              else F.when(t_present, keep).otherwise(F.col(CLAUSE).isNotNull()))
         sensitive = case_sensitive(self._spark)
         source_names = [f.name for f in self._source.schema.fields]
         values = [{} if c.action == "delete" else clause_values(
@@ -299,25 +319,27 @@ class MergeBuilder:
         chosen_clause = F.col(CLAUSE)
         columns = []
         for f in schema.fields:
-            target = spark_type(f)
-            value = F.lit(None).cast(target)
+            # a kept row's value is its own; an insert gives every column a value
+            value = (F.lit(None).cast(spark_type(f)) if keep is None
+                     else F.col(qualified(ta, f.name)))
             for i in reversed(range(len(self._clauses))):
                 if f.name in values[i]:
                     value = F.when(chosen_clause == F.lit(i), values[i][f.name]).otherwise(value)
             columns.append(value.alias(f.name))
-        kind = F.lit(None).cast(T.IntegerType())
-        row_id = F.lit(None).cast(T.LongType())
+        kind = F.lit(None if keep is None else KEEP).cast(T.IntegerType())
         for i, c in reversed(list(enumerate(self._clauses))):
             code = {"update": UPDATE, "delete": DELETE, "insert": INSERT}[c.action]
             kind = F.when(chosen_clause == F.lit(i), F.lit(code)).otherwise(kind)
-            if c.action == "update":
-                row_id = F.when(chosen_clause == F.lit(i), F.col(T_ROW_ID)).otherwise(row_id)
-        changed = picked.select(
+        # lineage: an updated row keeps its ID and takes the new sequence number, a kept row
+        # keeps both, an inserted row has neither (spec: "Row lineage assignment")
+        labelled = picked.select("*", kind.alias(KIND))
+        changed = labelled.select(
             *columns,
             F.when(t_present, F.col(FILE_NUMBER)).alias(FILE_NUMBER),
             F.when(t_present, F.col(ROW_POSITION)).alias(ROW_POSITION),
-            kind.alias(KIND), row_id.alias(NEW_ROW_ID),
-            F.lit(None).cast(T.LongType()).alias(NEW_SEQUENCE))
+            F.col(KIND),
+            F.when(F.col(KIND).isin(UPDATE, KEEP), F.col(T_ROW_ID)).alias(NEW_ROW_ID),
+            F.when(F.col(KIND) == F.lit(KEEP), F.col(T_SEQUENCE)).alias(NEW_SEQUENCE))
         changed.schema  # noqa: B018 - resolve now: a Connect session resolves lazily
         return changed
 
