@@ -192,7 +192,7 @@ class ThetaAccumulator:
 def _sketch(data: bytes, where: str) -> datasketches.compact_theta_sketch:
     try:
         return datasketches.compact_theta_sketch.deserialize(bytes(data), DEFAULT_SEED)
-    except (RuntimeError, ValueError) as e:  # the library's errors for bad input
+    except (RuntimeError, ValueError, IndexError) as e:  # the library's errors for bad input
         raise CorruptFile(f"{where}: not a compact Theta sketch with the default seed: "
                           f"{e}") from None
 

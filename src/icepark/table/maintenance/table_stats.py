@@ -171,7 +171,7 @@ def value_hashes(t: PrimitiveType, array: Any) -> np.ndarray:
     the others are made distinct first, then hashed one by one."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array, pa.ExtensionArray):
         array = array.storage
     array = array.drop_null()
     tid = t.type_id
