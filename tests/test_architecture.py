@@ -28,7 +28,7 @@ COMPONENTS: Mapping[str, list[str]] = {
     "spec": ["", "serde", "evolution"],
     "io": ["", "avro", "manifest", "puffin", "arrow", "parquet"],
     "table": ["change", "scan", "snapshot", "maintenance", "", "imports", "inspect"],
-    "spark": ["", "writer", "reader", "rowlevel", "datasource"],
+    "spark": ["", "writer", "reader", "rowlevel", "maintenance", "datasource"],
     "cli": ["", "quickstart"],
 }
 # Modules that assemble a whole layer, like its ``__init__``: the command's parser.

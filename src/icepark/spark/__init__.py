@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from icepark.spec.snapshots import MAIN_BRANCH
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from icepark.expressions import Expr
     from icepark.spark.datasource.source import register as register_datasource
     from icepark.spark.imports import ImportResult, add_files, migrate, snapshot
+    from icepark.spark.maintenance.compaction import RewriteDataFilesResult
     from icepark.spark.progress import Progress, ProgressCallback
     from icepark.spark.progress import track as track_progress
     from icepark.spark.rowlevel.assignments import Value
@@ -52,6 +53,8 @@ _LAZY = {  # name -> (module, name there)
     "ImportResult": ("icepark.spark.imports", "ImportResult"),
     "MergeBuilder": ("icepark.spark.rowlevel.merge", "MergeBuilder"),
     "MergeResult": ("icepark.spark.rowlevel.merge", "MergeResult"),
+    "RewriteDataFilesResult": ("icepark.spark.maintenance.compaction",
+                               "RewriteDataFilesResult"),
     "Progress": ("icepark.spark.progress", "Progress"),
     "TableLike": ("icepark.spark.tables", "TableLike"),
     "UpdateResult": ("icepark.spark.rowlevel.update", "UpdateResult"),
@@ -243,6 +246,27 @@ def upsert(table: TableLike, df: DataFrame, key: Sequence[str] | None = None, *,
                         snapshot_properties=snapshot_properties, progress=progress)
 
 
+def rewrite_data_files(
+        spark: SparkSession, table: TableLike, *,
+        strategy: Literal["binpack", "sort", "zorder"] = "binpack",
+        sort_order: str | Sequence[str] | None = None, zorder_by: Sequence[str] | None = None,
+        where: str | Expr | None = None, options: Mapping[str, str] | None = None,
+        branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None,
+        progress: ProgressCallback | None = None) -> RewriteDataFilesResult:
+    """Compact ``table``'s data files (those ``where`` may select) into target-size files,
+    deletes applied, in ``replace`` snapshots: ``strategy`` ``binpack``, ``sort`` (by
+    ``sort_order``, e.g. ``"k DESC NULLS LAST, id"``, default the table's) or ``zorder`` (by
+    ``zorder_by``); ``options`` are the reference's (``target-file-size-bytes``,
+    ``min-input-files``, ``rewrite-all``, ``partial-progress.enabled``, ``output-spec-id``,
+    ...: :mod:`icepark.table.maintenance.compaction`)."""
+    from icepark.spark.maintenance.compaction import rewrite_data_files as compact  # noqa: PLC0415
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return compact(spark, resolve(spark, table), strategy=strategy, sort_order=sort_order,
+                   zorder_by=zorder_by, where=where, options=options, branch=branch,
+                   snapshot_properties=snapshot_properties, progress=progress)
+
+
 def metadata_table(spark: SparkSession, table: TableLike, name: str,
                    snapshot_id: int | None = None) -> DataFrame:
     """A metadata table of ``table`` (``snapshots``, ``history``, ``refs``, ``manifests``,
@@ -266,6 +290,7 @@ __all__ = [
     "MergeBuilder",
     "MergeResult",
     "Progress",
+    "RewriteDataFilesResult",
     "TableLike",
     "UpdateResult",
     "add_files",
@@ -279,6 +304,7 @@ __all__ = [
     "read",
     "read_incremental",
     "register_datasource",
+    "rewrite_data_files",
     "session_catalog",
     "snapshot",
     "to_iceberg",

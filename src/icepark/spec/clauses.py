@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from icepark.errors import ValidationError
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
-from icepark.spec.sorting import SortOrder, SortOrderBuilder
+from icepark.spec.sorting import NullOrder, SortOrder, SortOrderBuilder
 from icepark.spec.transforms import Transform
 
 _CLAUSE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$")
@@ -122,26 +122,38 @@ def partition_spec(text: str | Sequence[str], schema: Schema,
 
 
 def sort_order(text: str | Sequence[str], schema: Schema, what: str = "sort_order") -> SortOrder:
-    """The sort order that clauses such as ``"ts desc, id"`` (or a list of them) describe.
+    """The sort order that clauses such as ``"ts desc, id"`` or ``"k DESC NULLS FIRST"`` (or a
+    list of them) describe: a column, then ``asc`` (the default) or ``desc``, then
+    ``nulls first`` or ``nulls last`` (default: first ascending, last descending, as the
+    reference implementation sorts).
 
     >>> from icepark.spec.types import LONG, NestedField
     >>> print(sort_order("id desc", Schema.of(NestedField.required(1, "id", LONG))))
     1: [identity(1) desc nulls-last]
+    >>> print(sort_order("id asc nulls last", Schema.of(NestedField.required(1, "id", LONG))))
+    1: [identity(1) asc nulls-last]
     """
     builder = SortOrderBuilder(schema)
     for clause in _clauses(text):
         words = clause.split()
-        direction = words[1].lower() if len(words) == 2 else "asc"
-        if len(words) not in (1, 2) or direction not in ("asc", "desc"):
+        lowered = [w.lower() for w in words]
+        direction = lowered[1] if len(words) in (2, 4) else "asc"
+        nulls = lowered[-2:] if len(words) in (3, 4) else None
+        if (len(words) not in (1, 2, 3, 4) or direction not in ("asc", "desc")
+                or (nulls is not None and (nulls[0] != "nulls"
+                                           or nulls[1] not in ("first", "last")))):
             raise ValidationError(f"Invalid {what} clause {clause!r}: write 'column', "
-                                  "'column asc' or 'column desc'")
+                                  "'column asc' or 'column desc', optionally followed by "
+                                  "'nulls first' or 'nulls last'")
         if schema.find_field_id(words[0]) is None:
             raise ValidationError(f"Invalid {what}: the table has no column {words[0]!r} "
                                   f"(columns: {_columns(schema)})")
+        first = nulls[1] == "first" if nulls is not None else direction == "asc"
+        null_order = NullOrder.NULLS_FIRST if first else NullOrder.NULLS_LAST
         if direction == "asc":
-            builder.asc(words[0])
+            builder.asc(words[0], null_order)
         else:
-            builder.desc(words[0])
+            builder.desc(words[0], null_order)
     return builder.build()
 
 

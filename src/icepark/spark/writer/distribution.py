@@ -73,6 +73,12 @@ def distributed(df: DataFrame, metadata: TableMetadata,
     return frame.select(*(F.col(quote(name)) for name in df.columns), *keys)
 
 
+def sort_keys(order: SortOrder, schema: Schema, df: DataFrame) -> list[Column]:
+    """``order``'s sort keys over ``df`` (in the table layout of ``schema``): each field's
+    transform of its source column, with its direction and null order."""
+    return [_ordered(c, f) for c, f in _sort_columns(order, schema, df)]
+
+
 def _sort_columns(order: SortOrder, schema: Schema, df: DataFrame) -> list[tuple[Column, Any]]:
     """The sort key of each field of ``order``: its transform of its source column in ``df``."""
     columns = []
@@ -90,4 +96,4 @@ def _ordered(col: Column, f: Any) -> Column:
     return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
 
 
-__all__ = ["DISTRIBUTION_MODE", "distributed", "distribution_mode"]
+__all__ = ["DISTRIBUTION_MODE", "distributed", "distribution_mode", "sort_keys"]
