@@ -11,6 +11,10 @@
     ips.upsert("db.events", changes, key=["id"])
     with ips.track_progress(spark, print):   # progress of any Spark work, e.g. a read's
         ips.read(spark, "db.events").count()
+    ips.rewrite_data_files(spark, "db.events", strategy="sort", sort_order="ts")  # maintenance
+    ips.rewrite_manifests(spark, "db.events"); ips.rewrite_position_delete_files(spark, ...)
+    ips.remove_orphan_files(spark, "db.events", dry_run=True)
+    ips.compute_table_stats(spark, "db.events"); ips.compute_partition_stats(spark, ...)
 
 A table is given as a :class:`~icepark.table.table.Table` or as an identifier (``"db.events"``)
 in the catalog the session was configured with (:func:`configure`; the default catalog
@@ -34,6 +38,13 @@ if TYPE_CHECKING:
     from icepark.spark.datasource.source import register as register_datasource
     from icepark.spark.imports import ImportResult, add_files, migrate, snapshot
     from icepark.spark.maintenance.compaction import RewriteDataFilesResult
+    from icepark.spark.maintenance.deletes import (
+        RewriteDeletesResult,
+        rewrite_position_delete_files,
+    )
+    from icepark.spark.maintenance.manifests import rewrite_manifests
+    from icepark.spark.maintenance.orphans import remove_orphan_files
+    from icepark.spark.maintenance.stats import compute_partition_stats, compute_table_stats
     from icepark.spark.progress import Progress, ProgressCallback
     from icepark.spark.progress import track as track_progress
     from icepark.spark.rowlevel.assignments import Value
@@ -44,6 +55,10 @@ if TYPE_CHECKING:
     from icepark.spark.session import build_session
     from icepark.spark.tables import TableLike, session_catalog
     from icepark.spec.metadata import FormatVersion
+    from icepark.table.maintenance.orphans import OrphanFilesResult
+    from icepark.table.maintenance.partition_stats import PartitionStatsResult
+    from icepark.table.maintenance.table_stats import TableStatsResult
+    from icepark.table.snapshot.rewrite_manifests import RewriteManifestsResult
     from icepark.table.table import Table
 
 # Names served from their modules on first use, so that a Python worker importing one module
@@ -53,6 +68,19 @@ _LAZY = {  # name -> (module, name there)
     "ImportResult": ("icepark.spark.imports", "ImportResult"),
     "MergeBuilder": ("icepark.spark.rowlevel.merge", "MergeBuilder"),
     "MergeResult": ("icepark.spark.rowlevel.merge", "MergeResult"),
+    "OrphanFilesResult": ("icepark.table.maintenance.orphans", "OrphanFilesResult"),
+    "PartitionStatsResult": ("icepark.table.maintenance.partition_stats",
+                             "PartitionStatsResult"),
+    "RewriteDeletesResult": ("icepark.spark.maintenance.deletes", "RewriteDeletesResult"),
+    "RewriteManifestsResult": ("icepark.table.snapshot.rewrite_manifests",
+                               "RewriteManifestsResult"),
+    "TableStatsResult": ("icepark.table.maintenance.table_stats", "TableStatsResult"),
+    "compute_partition_stats": ("icepark.spark.maintenance.stats", "compute_partition_stats"),
+    "compute_table_stats": ("icepark.spark.maintenance.stats", "compute_table_stats"),
+    "remove_orphan_files": ("icepark.spark.maintenance.orphans", "remove_orphan_files"),
+    "rewrite_manifests": ("icepark.spark.maintenance.manifests", "rewrite_manifests"),
+    "rewrite_position_delete_files": ("icepark.spark.maintenance.deletes",
+                                      "rewrite_position_delete_files"),
     "RewriteDataFilesResult": ("icepark.spark.maintenance.compaction",
                                "RewriteDataFilesResult"),
     "Progress": ("icepark.spark.progress", "Progress"),
@@ -289,12 +317,19 @@ __all__ = [
     "ImportResult",
     "MergeBuilder",
     "MergeResult",
+    "OrphanFilesResult",
+    "PartitionStatsResult",
     "Progress",
     "RewriteDataFilesResult",
+    "RewriteDeletesResult",
+    "RewriteManifestsResult",
     "TableLike",
+    "TableStatsResult",
     "UpdateResult",
     "add_files",
     "build_session",
+    "compute_partition_stats",
+    "compute_table_stats",
     "configure",
     "delete",
     "load_table",
@@ -304,7 +339,10 @@ __all__ = [
     "read",
     "read_incremental",
     "register_datasource",
+    "remove_orphan_files",
     "rewrite_data_files",
+    "rewrite_manifests",
+    "rewrite_position_delete_files",
     "session_catalog",
     "snapshot",
     "to_iceberg",
