@@ -36,6 +36,7 @@ from icepark.io.fileio import FileIO
 from icepark.io.puffin.theta import ndv, union
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import scan_rows
+from icepark.spark.schema import quote
 from icepark.spark.session import case_sensitive
 from icepark.spark.tables import TableLike, resolve
 from icepark.spec.metadata import TableMetadata
@@ -177,7 +178,7 @@ def _column(schema: Schema, field_id: int) -> Column:
     while current is not None:
         path.append(schema.find_field(current).name)
         current = schema.parent_id(current)
-    col = F.col(f"`{path[-1].replace('`', '``')}`")
+    col = F.col(quote(path[-1]))
     for name in reversed(path[:-1]):
         col = col.getField(name)
     return col
