@@ -43,7 +43,9 @@ SPARKLESS = frozenset({"namespaces", "tables", "create", "drop", "rename", "desc
                        "schema", "history", "snapshots", "files", "properties",
                        "expire-snapshots", "metadata", "add-files", "migrate"})
 """Commands that never start Spark (``create`` unless ``--from-file``)."""
-COMMANDS = SPARKLESS | {"ingest", "query", "count", "delete", "update", "quickstart"}
+COMMANDS = SPARKLESS | {"ingest", "query", "count", "delete", "update", "quickstart",
+                        "rewrite-data-files", "rewrite-manifests", "rewrite-deletes",
+                        "remove-orphan-files", "compute-stats"}
 
 
 def starts_spark(args: Sequence[str]) -> bool:

@@ -2,8 +2,9 @@
 
 Commands live in :mod:`~icepark.cli.catalog_commands` (namespaces, tables, create, drop,
 rename), :mod:`~icepark.cli.table_commands` (describe, schema, history, snapshots, files,
-properties, expire-snapshots) and :mod:`~icepark.cli.spark_commands` (ingest, query, count,
-delete, update);
+properties, expire-snapshots), :mod:`~icepark.cli.spark_commands` (ingest, query, count,
+delete, update) and :mod:`~icepark.cli.maintenance_commands` (rewrite-data-files,
+rewrite-manifests, rewrite-deletes, remove-orphan-files, compute-stats);
 Spark is imported only when a Spark command runs. Errors print one line on stderr
 (``icepark: error: ...``) with the exit code of :data:`EXIT_CODES`; ``--verbose`` adds the
 traceback.
@@ -19,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icepark import __version__
-from icepark.cli import catalog_commands, import_commands, spark_commands, table_commands
+from icepark.cli import (
+    catalog_commands,
+    import_commands,
+    maintenance_commands,
+    spark_commands,
+    table_commands,
+)
 from icepark.cli.catalog_options import add_catalog_options, add_output_options
 from icepark.cli.render import Output
 from icepark.cli.table_commands import NoSuchProperty
@@ -113,6 +120,12 @@ EXAMPLES: dict[str, str] = {
     "update": "icepark update db.events --set \"kind = upper(kind)\" --where \"id < 10\"",
     "add-files": "icepark add-files db.events /data/events --partition-filter dt=2024-03-01",
     "migrate": "icepark migrate /data/events db.events --snapshot",
+    "rewrite-data-files": "icepark rewrite-data-files db.events --strategy sort "
+                          "--sort-order \"ts DESC\" --option min-input-files=2",
+    "rewrite-manifests": "icepark rewrite-manifests db.events",
+    "rewrite-deletes": "icepark rewrite-deletes db.events --option rewrite-all=true",
+    "remove-orphan-files": "icepark remove-orphan-files db.events --dry-run",
+    "compute-stats": "icepark compute-stats db.events --columns id,kind --partition-stats",
     "quickstart": "icepark quickstart --rows 100000",
     "metadata": "icepark metadata warehouse/db/events/metadata/00001-x.metadata.json",
 }
@@ -181,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     table_commands.register(commands, [output, catalog])
     spark_commands.register(commands, [output, catalog])
     import_commands.register(commands, [output, catalog])
+    maintenance_commands.register(commands, [output, catalog])
 
     quickstart = commands.add_parser(
         "quickstart", add_help=False, help="run the end-to-end quickstart pipeline (Spark)",
