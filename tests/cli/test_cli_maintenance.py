@@ -76,13 +76,16 @@ def test_rewrite_deletes_orphans_and_stats(icepark_cli: Run, tmp_path: Path,
     orphan.write_bytes(b"not referenced")
     old = time.time() - 3600
     os.utime(orphan, (old, old))
-    found = icepark_cli("remove-orphan-files", "db.events", "--dry-run",
-                        "--older-than", str(int(time.time() * 1000)), "--json")
+    now = str(int(time.time() * 1000))
+    refused = icepark_cli("remove-orphan-files", "db.events", "--older-than", now)
+    assert refused.returncode == 2 and "--force" in refused.stderr and orphan.exists()
+    found = icepark_cli("remove-orphan-files", "db.events", "--dry-run", "--force",
+                        "--older-than", now, "--json")
     assert found.returncode == 0, found.stderr
     doc = json_out(found)
     assert [Path(p).name for p in doc["orphan_file_locations"]] == [orphan.name]
     assert doc["deleted_files"] == 0 and orphan.exists()
-    removed = icepark_cli("remove-orphan-files", "db.events",
+    removed = icepark_cli("remove-orphan-files", "db.events", "--force",
                           "--older-than", str(int(time.time() * 1000)))
     assert removed.returncode == 0, removed.stderr
     assert "found 1 orphan file" in removed.stdout and not orphan.exists()

@@ -27,6 +27,8 @@ from icepark.spark.progress import ProgressCallback
 from icepark.table.maintenance.compaction import RewriteOptions
 from icepark.table.snapshot.rewrite_deletes import DeleteRewriteOptions
 
+DAY_MS = 86_400_000
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
              parents: Sequence[argparse.ArgumentParser]) -> None:
@@ -79,7 +81,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                     "(default: three days ago). --dry-run lists them only.")
     orphans.add_argument("table", help="namespace.table")
     orphans.add_argument("--older-than", metavar="TIME",
-                         help="ISO 8601 time or epoch ms (default: three days ago)")
+                         help="ISO 8601 time or epoch ms (default: three days ago; at least a "
+                              "day ago unless --force)")
+    orphans.add_argument("--force", action="store_true",
+                         help="allow a cutoff within the last day (no write may be running)")
     orphans.add_argument("--location", help="a folder inside the table location")
     orphans.add_argument("--dry-run", action="store_true")
     orphans.add_argument("--equal-scheme", action="append", default=[], metavar="FROM=TO",
@@ -197,6 +202,10 @@ def remove_orphan_files(args: argparse.Namespace, out: Output) -> int:
     table = load(args)
     older_than = (None if args.older_than is None
                   else parse_timestamp_ms(args.older_than, "--older-than"))
+    if older_than is not None and time.time() * 1000 - older_than < DAY_MS and not args.force:
+        raise ValidationError(
+            f"--older-than {args.older_than} is within the last day: files of writes still "
+            "in flight could be deleted; pass --force if no write is running")
     schemes = key_values(args.equal_scheme, "--equal-scheme")
     authorities = key_values(args.equal_authority, "--equal-authority")
     start = time.monotonic()
