@@ -402,3 +402,15 @@ def test_position_and_equality_deletes(spark: SparkSession, tmp_path: Path) -> N
     assert len(expected) == len([i for i in range(30) if i not in victims
                                  and KINDS[i % 4] not in ("buy", None)])
     assert _collect(df.where("id < 20")) == _expected(table, "id < 20")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Spark 4 reuses a Python data source reader on which pushFilters ran for a later query "
+    "of the same DataFrame without filters: the earlier filter still prunes. Fixed when this "
+    "passes; until then, load a new DataFrame per filtered query"))
+def test_a_dataframe_read_again_without_its_filter_reads_every_row(
+        spark: SparkSession, files: Table, root: Path) -> None:
+    df = _per_file(spark, root)
+    every = _expected(files)
+    assert _collect(df.where("id < 15")) == _expected(files, "id < 15")
+    assert _collect(df) == every

@@ -169,14 +169,17 @@ class IcebergReader(DataSourceReader):
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - PySpark's name
         """Push every filter that translates exactly; return the others for Spark."""
+        self.row_filter = ALWAYS_TRUE  # a reader Spark reuses must not keep a query's filters
         schema = self.scan().schema()
         rest = []
+        pushed: Expr = ALWAYS_TRUE
         for f in filters:
             expr = translate(f, schema)
             if expr is None:
                 rest.append(f)
             else:
-                self.row_filter = and_(self.row_filter, expr)
+                pushed = and_(pushed, expr)
+        self.row_filter = pushed
         return rest
 
     def partitions(self) -> list[InputPartition]:
