@@ -36,7 +36,10 @@ position (and row lineage on v3), joined with the source (inner; outer on the si
 unmatched rows a clause acts on), and the clauses computed as one projection; the changed rows
 are applied by :func:`icepark.spark.rowlevel.changes.apply_changes` as ``write.merge.mode``
 says (copy-on-write by default, or merge-on-read: deletion vectors on v3, position delete files
-on v2), validated at ``write.merge.isolation-level``.
+on v2), validated at ``write.merge.isolation-level``. Copy-on-write runs the join twice: once
+over the columns the clauses need, to count the changes per file, then over every row of the
+files that change (outer on the target side, their unchanged rows kept as they are), whose
+output is the files' new contents.
 """
 
 from __future__ import annotations
