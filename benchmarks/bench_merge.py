@@ -94,7 +94,9 @@ def _merge(spark: SparkSession, table: Table, source: DataFrame) -> ips.MergeRes
             .when_not_matched_insert_all().execute())
 
 
-def bench(rows: int, files: int, repeat: int, pyiceberg_rows: int) -> list[str]:
+def bench(rows: int, files: int, repeat: int, pyiceberg_rows: int, *,
+          modes: tuple[str, ...] = ("copy-on-write", "merge-on-read"),
+          extras: bool = True) -> list[str]:
     spark = build_session("local[*]", "icepark-bench-merge",
                           {"spark.ui.enabled": "false", "spark.driver.memory": "6g",
                            "spark.sql.shuffle.partitions": "8"})
@@ -139,7 +141,7 @@ def bench(rows: int, files: int, repeat: int, pyiceberg_rows: int) -> list[str]:
                 f"{matched + inserted:,} rows ({matched:,} matching, {inserted:,} new).", "",
                 "| operation | mode | icepark s | plain Spark floor s | floor / icepark |",
                 "|---|---|---:|---:|---:|"]
-        for mode in ("copy-on-write", "merge-on-read"):
+        for mode in modes:
             table.set_properties({"write.merge.mode": mode, "write.update.mode": mode})
             table.refresh()
             seconds, result = _best(lambda: _merge(spark, table, source), repeat, reset)
@@ -153,6 +155,8 @@ def bench(rows: int, files: int, repeat: int, pyiceberg_rows: int) -> list[str]:
                 reset)
             out.append(f"| UPDATE 1% ({update.updated_rows:,} rows) | {mode} | {seconds:.1f} "
                        f"| {update_floor_s:.1f} | {update_floor_s / seconds:.2f}x |")
+        if not extras:
+            return out
         table.set_properties({"write.merge.mode": "merge-on-read"})
         out += ["", *_driver_memory(spark, catalog, table, source, rows, files, reset)]
         out += ["", *_pyiceberg(spark, root, pyiceberg_rows)]
@@ -235,8 +239,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--pyiceberg-rows", type=int, default=200_000)
+    parser.add_argument("--modes", default="copy-on-write,merge-on-read",
+                        help="row-level modes to time (comma-separated)")
+    parser.add_argument("--no-extras", action="store_true",
+                        help="skip the driver-memory and pyiceberg comparisons")
     args = parser.parse_args()
-    print("\n".join(bench(args.rows, args.files, args.repeat, args.pyiceberg_rows)))
+    print("\n".join(bench(args.rows, args.files, args.repeat, args.pyiceberg_rows,
+                          modes=tuple(args.modes.split(",")), extras=not args.no_extras)))
 
 
 if __name__ == "__main__":
