@@ -70,6 +70,7 @@ CLI_SPELLINGS: dict[str, str] = {
     "upgrade_format_version()": "'icepark properties set TABLE format-version=N'",
     "location=": "--location",
     "check_duplicate_files=False": "--no-check-duplicate-files",
+    "equal_schemes/equal_authorities": "--equal-scheme/--equal-authority",
 }
 """The CLI's spelling of each Python API option an error's remedy names
 (:class:`~icepark.errors.Remedy`): a message names what the user can type."""
