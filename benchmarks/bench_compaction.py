@@ -83,7 +83,8 @@ def _best(run: Callable[[], None], reset: Callable[[], None], repeat: int) -> fl
     return min(times)
 
 
-def bench(rows: int, files: int, repeat: int) -> dict[str, Any]:
+def bench(rows: int, files: int, repeat: int,
+          strategies: tuple[str, ...] = ("binpack", "sort")) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="icepark-bench-compaction-"))
     warehouse = root / "warehouse"
     warehouse.mkdir()
@@ -145,7 +146,7 @@ def bench(rows: int, files: int, repeat: int) -> dict[str, Any]:
             return run
 
         variants: dict[tuple[str, str], tuple[Callable[[], None], Callable[[], None]]] = {}
-        for strategy in ("binpack", "sort"):
+        for strategy in strategies:
             variants[("icepark", strategy)] = (icepark(strategy), rollback)
             variants[("icepark floor", strategy)] = (floor(strategy == "sort", "ours"),
                                                      lambda: None)
@@ -171,14 +172,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--strategies", nargs="+", choices=("binpack", "sort"),
+                        default=["binpack", "sort"], help="the strategies to time")
     args = parser.parse_args()
-    report = bench(args.rows, args.files, args.repeat)
+    report = bench(args.rows, args.files, args.repeat, tuple(args.strategies))
     best = report["best"]
     print(f"{args.files:,} files, {args.rows:,} rows, {report['size'] / 2**20:.0f} MiB into "
           f"{report['count']} files of 64 MiB; Java reference: {report['version'] or 'not run'}")
     print("| strategy | engine | seconds | its plain Spark rewrite s | engine / floor |")
     print("|---|---|---:|---:|---:|")
-    for strategy in ("binpack", "sort"):
+    for strategy in args.strategies:
         for engine in ("icepark", "java"):
             if (engine, strategy) not in best:
                 continue
