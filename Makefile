@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JAVAREF := .venv-javaref
 JAVAREF_STAMP := $(JAVAREF)/.installed
 
-.PHONY: install javaref run test lint typecheck unit bench clean
+.PHONY: install javaref run test test-slow lint typecheck unit bench clean
 
 install: $(STAMP)
 
@@ -39,11 +39,15 @@ typecheck: $(STAMP)
 
 # Two workers, a file's tests on one of them: each worker shares one Spark session (and one
 # Java reference session) across its files. The suite waits on JVMs far more than it computes,
-# so two keep both cores busy.
+# so two keep both cores busy. Tests marked `slow` (minutes each: they restart Spark many
+# times) run with `make test-slow`.
 unit: $(STAMP) $(JAVAREF_STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow"
 
 test: lint typecheck unit
+
+test-slow: $(STAMP) $(JAVAREF_STAMP)
+	$(BIN)/python -m pytest -m slow
 
 bench: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m benchmarks

@@ -27,8 +27,8 @@ LAYERS = ["errors", "spec", "expressions", "io", "table", "catalog", "spark", "c
 COMPONENTS: Mapping[str, list[str]] = {
     "spec": ["", "serde", "evolution"],
     "io": ["", "avro", "manifest", "puffin", "arrow", "parquet"],
-    "table": ["change", "scan", "snapshot", "maintenance", "", "imports", "inspect"],
-    "spark": ["", "writer", "reader", "rowlevel", "maintenance", "datasource"],
+    "table": ["change", "scan", "snapshot", "maintenance", "streams", "", "imports", "inspect"],
+    "spark": ["", "writer", "reader", "rowlevel", "maintenance", "datasource", "streams"],
     "cli": ["", "quickstart"],
 }
 # Modules that assemble a whole layer, like its ``__init__``: the command's parser.

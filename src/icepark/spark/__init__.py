@@ -15,6 +15,9 @@
     ips.rewrite_manifests(spark, "db.events"); ips.rewrite_position_delete_files(spark, ...)
     ips.remove_orphan_files(spark, "db.events", dry_run=True)
     ips.compute_table_stats(spark, "db.events"); ips.compute_partition_stats(spark, ...)
+    df.writeStream.format("icepark").option("checkpointLocation", ckpt).start("db.events")
+    spark.readStream.format("icepark").load("db.events")       # appended rows, as a stream
+    df.writeStream.foreachBatch(ips.foreach_batch_writer("db.events")).start()  # exactly once
 
 A table is given as a :class:`~icepark.table.table.Table` or as an identifier (``"db.events"``)
 in the catalog the session was configured with (:func:`configure`; the default catalog
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
     from icepark.spark.rowlevel.update import UpdateResult
     from icepark.spark.schema import to_iceberg, to_spark
     from icepark.spark.session import build_session
+    from icepark.spark.streams.foreach_batch import foreach_batch_writer
     from icepark.spark.tables import TableLike, session_catalog
     from icepark.spec.metadata import FormatVersion
     from icepark.table.maintenance.orphans import OrphanFilesResult
@@ -77,6 +81,7 @@ _LAZY = {  # name -> (module, name there)
     "TableStatsResult": ("icepark.table.maintenance.table_stats", "TableStatsResult"),
     "compute_partition_stats": ("icepark.spark.maintenance.stats", "compute_partition_stats"),
     "compute_table_stats": ("icepark.spark.maintenance.stats", "compute_table_stats"),
+    "foreach_batch_writer": ("icepark.spark.streams.foreach_batch", "foreach_batch_writer"),
     "remove_orphan_files": ("icepark.spark.maintenance.orphans", "remove_orphan_files"),
     "rewrite_manifests": ("icepark.spark.maintenance.manifests", "rewrite_manifests"),
     "rewrite_position_delete_files": ("icepark.spark.maintenance.deletes",
@@ -332,6 +337,7 @@ __all__ = [
     "compute_table_stats",
     "configure",
     "delete",
+    "foreach_batch_writer",
     "load_table",
     "merge",
     "metadata_table",

@@ -38,6 +38,7 @@ from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
 from icepark.spark.nanos import READ_MODE_OPTION, ReadMode, read_mode
 from icepark.spark.tables import load
+from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.table import Table
 
 _BARE_CATALOG_KEYS = ("uri", "warehouse", "type")
@@ -132,3 +133,33 @@ class ReadOptions:
         return ReadOptions(CatalogOptions.parse(options), _integer(options, "snapshot-id"),
                            _integer(options, "as-of-timestamp"), branch, tag, scan_options,
                            read_mode(None, _get(options, READ_MODE_OPTION)))
+
+
+_SNAPSHOT_PROPERTY = "snapshot-property."
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """The parsed options of one write (plain values; the catalog is loaded where needed)."""
+
+    catalog: CatalogOptions
+    branch: str
+    snapshot_properties: Mapping[str, str]
+    overwrite_mode: str | None
+    overwrite_filter: str | None
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> WriteOptions:
+        target = CatalogOptions.parse(options)
+        snapshot: dict[str, str] = {}
+        for key, value in options.items():
+            if key.lower().startswith(_SNAPSHOT_PROPERTY):
+                snapshot[key[len(_SNAPSHOT_PROPERTY):]] = value
+        mode = options.get("overwrite-mode")
+        if mode is not None and mode.lower() not in ("static", "dynamic"):
+            raise ValidationError(f"Invalid overwrite-mode {mode!r}: use static or dynamic")
+        return WriteOptions(
+            catalog=target, branch=options.get("branch", MAIN_BRANCH),
+            snapshot_properties=snapshot,
+            overwrite_mode=None if mode is None else mode.lower(),
+            overwrite_filter=options.get("overwrite-filter"))

@@ -1,5 +1,7 @@
 """The ``icepark`` Python data source: ``df.write.format("icepark")`` and
-``spark.read.format("icepark")``.
+``spark.read.format("icepark")``, and as a stream ``df.writeStream.format("icepark")``
+(:mod:`~icepark.spark.datasource.stream_writer`) and ``spark.readStream.format("icepark")``
+(:mod:`~icepark.spark.datasource.stream_reader`).
 
 The reader is :mod:`icepark.spark.datasource.reader` (the portable one; the fast read path is
 :func:`icepark.spark.reader.read.read`); the writer is below. Options shared by both are parsed in
@@ -39,7 +41,7 @@ The schema is checked by name before any task runs
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,16 +49,15 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
-from icepark.spark.datasource.options import CatalogOptions, ReadOptions
+from icepark.spark.datasource.options import ReadOptions, WriteOptions
 from icepark.spark.datasource.reader import IcebergReader, open_scan, spark_schema
+from icepark.spark.datasource.stream_reader import IcebergStreamReader
+from icepark.spark.datasource.stream_writer import IcebergStreamWriter
 from icepark.spark.writer.columns import EVOLVE_SCHEMA, check_schema
 from icepark.spark.writer.tasks import WriteTask, delete_job_files, write_batches
 from icepark.spark.writer.write import commit_files, committed_job, head_id, new_task
 from icepark.spec.manifest import DataFile
-from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.snapshot.validation import as_expr
-
-_SNAPSHOT_PROPERTY = "snapshot-property."
 
 
 @dataclass(frozen=True)
@@ -64,33 +65,6 @@ class DataFilesMessage(WriterCommitMessage):
     """One task's commit message: the data files it wrote."""
 
     files: tuple[DataFile, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteOptions:
-    """The parsed options of one write (plain values; the catalog is loaded where needed)."""
-
-    catalog: CatalogOptions
-    branch: str
-    snapshot_properties: Mapping[str, str]
-    overwrite_mode: str | None
-    overwrite_filter: str | None
-
-    @staticmethod
-    def parse(options: Mapping[str, str]) -> WriteOptions:
-        target = CatalogOptions.parse(options)
-        snapshot: dict[str, str] = {}
-        for key, value in options.items():
-            if key.lower().startswith(_SNAPSHOT_PROPERTY):
-                snapshot[key[len(_SNAPSHOT_PROPERTY):]] = value
-        mode = options.get("overwrite-mode")
-        if mode is not None and mode.lower() not in ("static", "dynamic"):
-            raise ValidationError(f"Invalid overwrite-mode {mode!r}: use static or dynamic")
-        return WriteOptions(
-            catalog=target, branch=options.get("branch", MAIN_BRANCH),
-            snapshot_properties=snapshot,
-            overwrite_mode=None if mode is None else mode.lower(),
-            overwrite_filter=options.get("overwrite-filter"))
 
 
 class IcebergDataSource(DataSource):
@@ -112,6 +86,15 @@ class IcebergDataSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> IcebergWriter:
         return IcebergWriter(WriteOptions.parse(dict(self.options)), schema, overwrite)
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> IcebergStreamWriter:  # noqa: N802 - PySpark's name
+        """``writeStream``: :mod:`icepark.spark.datasource.stream_writer` (``overwrite`` is
+        the ``complete`` output mode)."""
+        return IcebergStreamWriter(WriteOptions.parse(dict(self.options)), schema, overwrite)
+
+    def streamReader(self, schema: Any) -> IcebergStreamReader:  # noqa: N802 - PySpark's name
+        """``readStream``: :mod:`icepark.spark.datasource.stream_reader`."""
+        return IcebergStreamReader(dict(self.options), schema)
 
 
 class IcebergWriter(DataSourceArrowWriter):

@@ -1,0 +1,1 @@
+"""Streams in Spark: exactly-once ``foreachBatch`` writes and changelog reads."""

@@ -1,0 +1,1 @@
+"""Tables as streams: exactly-once streaming commits and offsets for streaming reads."""
