@@ -17,6 +17,7 @@
     ips.compute_table_stats(spark, "db.events"); ips.compute_partition_stats(spark, ...)
     df.writeStream.format("icepark").option("checkpointLocation", ckpt).start("db.events")
     spark.readStream.format("icepark").load("db.events")       # appended rows, as a stream
+    ips.changes(spark, "db.events", start_snapshot_id=a, compute_updates=True)  # changelog
     df.writeStream.foreachBatch(ips.foreach_batch_writer("db.events")).start()  # exactly once
 
 A table is given as a :class:`~icepark.table.table.Table` or as an identifier (``"db.events"``)
@@ -300,6 +301,28 @@ def rewrite_data_files(
                    snapshot_properties=snapshot_properties, progress=progress)
 
 
+def changes(spark: SparkSession, table: TableLike, *, start_snapshot_id: int | None = None,
+            end_snapshot_id: int | None = None, start_timestamp: int | None = None,
+            end_timestamp: int | None = None, net_changes: bool = False,
+            compute_updates: bool = False,
+            identifier_columns: Sequence[str] | None = None) -> DataFrame:
+    """The rows the snapshots after ``start_snapshot_id`` up to ``end_snapshot_id`` (or
+    committed after ``start_timestamp`` up to ``end_timestamp``, ms) inserted and deleted,
+    with ``_change_type``, ``_change_ordinal`` and ``_commit_snapshot_id``, as the reference's
+    ``create_changelog_view`` (:mod:`icepark.spark.streams.changes`): copy-on-write carry-over
+    rows removed; deletes of position and equality delete files and deletion vectors
+    included; ``compute_updates`` pairs them into ``UPDATE_BEFORE``/``UPDATE_AFTER`` by
+    ``identifier_columns`` (the identifier fields, or ``_row_id`` on v3); ``net_changes``
+    gives the range's net effect."""
+    from icepark.spark.streams.changes import changes as changed_rows  # noqa: PLC0415
+    from icepark.spark.tables import resolve  # noqa: PLC0415
+
+    return changed_rows(spark, resolve(spark, table), start_snapshot_id=start_snapshot_id,
+                        end_snapshot_id=end_snapshot_id, start_timestamp=start_timestamp,
+                        end_timestamp=end_timestamp, net_changes=net_changes,
+                        compute_updates=compute_updates, identifier_columns=identifier_columns)
+
+
 def metadata_table(spark: SparkSession, table: TableLike, name: str,
                    snapshot_id: int | None = None) -> DataFrame:
     """A metadata table of ``table`` (``snapshots``, ``history``, ``refs``, ``manifests``,
@@ -333,6 +356,7 @@ __all__ = [
     "UpdateResult",
     "add_files",
     "build_session",
+    "changes",
     "compute_partition_stats",
     "compute_table_stats",
     "configure",
