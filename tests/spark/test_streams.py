@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 import icepark.spark as ips
 from icepark.catalog import BaseCatalog
 from icepark.spark.datasource.source import register
+from icepark.spark.writer.write import JOB_ID_PROPERTY
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
@@ -78,6 +79,10 @@ def test_each_micro_batch_is_one_snapshot_and_a_replay_commits_nothing(
     marks = [(s.summary.properties[QUERY_ID_PROPERTY], s.summary.properties[EPOCH_ID_PROPERTY])
              for s in table.snapshots() if s.summary is not None]
     assert marks == [(str(query.id), "0"), (str(query.id), "1"), (str(query.id), "2")]
+    jobs = {job for s in table.snapshots() if s.summary is not None
+            for job in s.summary.properties[JOB_ID_PROPERTY].split(",")}
+    assert all(any(Path(f.file_path).name.startswith(j) for j in jobs)
+               for f in live_files(table))  # the summary names the job that wrote the files
     files = data_files_on_disk(table)
 
     # killed after the table commit, before Spark recorded the batch: the restart replays it

@@ -51,10 +51,12 @@ QUERY_ID_KEY = "sql.streaming.queryId"
 
 @dataclass(frozen=True)
 class StreamFilesMessage(WriterCommitMessage):
-    """One task's commit message: the files it wrote and its streaming query's ID."""
+    """One task's commit message: the files it wrote, the write job that named them and its
+    streaming query's ID."""
 
     files: tuple[DataFile, ...]
     query_id: str | None
+    job_id: str
 
 
 class IcebergStreamWriter(DataSourceStreamArrowWriter):
@@ -77,7 +79,8 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
 
         context = TaskContext.get()
         query_id = None if context is None else context.getLocalProperty(QUERY_ID_KEY)
-        return StreamFilesMessage(tuple(write_batches(self.task, iterator)), query_id)
+        return StreamFilesMessage(tuple(write_batches(self.task, iterator)), query_id,
+                                  self.task.job_id)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - PySpark's name
         """Commit the batch's files in one snapshot, unless the table already holds batch
@@ -94,7 +97,8 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
         properties = dict(self.options.snapshot_properties)
         if query_id is not None:
             properties.update(epoch_properties(query_id, batchId))
-        commit_files(table, files, self.mode, None, job_id=self.task.job_id,
+        jobs = sorted({m.job_id for m in messages if isinstance(m, StreamFilesMessage)})
+        commit_files(table, files, self.mode, None, job_id=",".join(jobs) or self.task.job_id,
                      start_snapshot_id=head_id(table.metadata, branch), branch=branch,
                      snapshot_properties=properties)
 

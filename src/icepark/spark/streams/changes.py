@@ -10,8 +10,9 @@ The rows the snapshots after ``a`` up to ``b`` inserted and deleted, each with
 as the reference implementation's ``create_changelog_view`` gives them. Each snapshot's changed
 files are planned by :mod:`icepark.table.streams.changelog` and read twice with the Spark reader
 (:func:`icepark.spark.reader.scan_rows.scan_rows`, deletes applied): as of the snapshot's parent
-and as of the snapshot. Rows only before are deleted, rows only after inserted (Spark's
-``exceptAll``, a multiset difference over every column and, on v3, ``_row_id``). So deletes
+and as of the snapshot. Rows only before are deleted, rows only after inserted: a multiset
+difference over every column and, on v3, ``_row_id``, computed for the whole range in one
+aggregation (each row counted -1 before and +1 after its snapshot). So deletes
 from position delete files, equality delete files and deletion vectors all appear, and rows a
 copy-on-write rewrite carried over unchanged do not.
 
@@ -82,21 +83,20 @@ def changes(spark: SparkSession, table: Table, *, start_snapshot_id: int | None 
         return read.select(*read_columns(schema), *compared[len(schema.fields):])
 
     frames = []
-    for change in planned:
-        before, after = rows(change.before), rows(change.after)
+    for change in planned:  # each snapshot's rows before (-1) and after (+1) it
         marks = [F.lit(change.ordinal).alias(CHANGE_ORDINAL),
                  F.lit(change.snapshot.snapshot_id).alias(COMMIT_SNAPSHOT_ID)]
-        frames += [before.exceptAll(after).select("*", F.lit("DELETE").alias(CHANGE_TYPE),
-                                                  *marks),
-                   after.exceptAll(before).select("*", F.lit("INSERT").alias(CHANGE_TYPE),
-                                                  *marks)]
+        frames += [rows(change.before).select("*", *marks, F.lit(-1).alias(_SIGN)),
+                   rows(change.after).select("*", *marks, F.lit(1).alias(_SIGN))]
     if not frames:
-        empty = rows(())
-        result = empty.select("*", F.lit("INSERT").alias(CHANGE_TYPE),
-                              F.lit(0).alias(CHANGE_ORDINAL),
-                              F.lit(0).cast(T.LongType()).alias(COMMIT_SNAPSHOT_ID)).limit(0)
-    else:
-        result = reduce(DataFrame.unionByName, frames)
+        frames = [rows(()).select("*", F.lit(0).alias(CHANGE_ORDINAL),
+                                  F.lit(0).cast(T.LongType()).alias(COMMIT_SNAPSHOT_ID),
+                                  F.lit(1).alias(_SIGN))]
+    values = [quote(c) for c in frames[0].columns
+              if c not in (CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID, _SIGN)]
+    signed = reduce(DataFrame.unionByName, frames)
+    result = _changes(signed.groupBy(*values, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)
+                      .agg(F.sum(_SIGN).alias(_SIGN)), values)
     if net_changes:
         result = _net(result, [quote(c) for c in result.columns
                                if c not in (CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)])
@@ -155,17 +155,22 @@ def _identifiers(table: Table, given: Sequence[str] | None, lineage: bool) -> li
                           "identifier fields; pass identifier_columns=[...]")
 
 
-def _net(df: DataFrame, columns: list[str]) -> DataFrame:
-    """Inserts and deletes of equal rows cancelled over the whole range."""
-    signed = df.withColumn(_SIGN, F.when(F.col(CHANGE_TYPE) == "INSERT", 1).otherwise(-1))
-    net = signed.groupBy(*columns).agg(
-        F.sum(_SIGN).alias(_SIGN), F.max(CHANGE_ORDINAL).alias(CHANGE_ORDINAL),
-        F.max_by(COMMIT_SNAPSHOT_ID, CHANGE_ORDINAL).alias(COMMIT_SNAPSHOT_ID))
-    net = net.where(F.col(_SIGN) != 0)
+def _changes(counted: DataFrame, values: list[str]) -> DataFrame:
+    """Rows with a net count (:data:`_SIGN`) as that many inserts, or deletes when negative:
+    a multiset difference in one aggregation (one shuffle for the whole range)."""
     copies = F.explode(F.array_repeat(F.lit(1), F.abs(F.col(_SIGN)).cast("int")))
-    return net.select(*columns, F.when(F.col(_SIGN) > 0, "INSERT").otherwise("DELETE")
-                      .alias(CHANGE_TYPE), CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID,
-                      copies.alias(_SIGN)).drop(_SIGN)
+    return counted.where(F.col(_SIGN) != 0).select(
+        *values, F.when(F.col(_SIGN) > 0, "INSERT").otherwise("DELETE").alias(CHANGE_TYPE),
+        CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID, copies.alias(_SIGN)).drop(_SIGN)
+
+
+def _net(df: DataFrame, columns: list[str]) -> DataFrame:
+    """Inserts and deletes of equal rows cancelled over the whole range, each remaining change
+    at its last snapshot."""
+    signed = df.withColumn(_SIGN, F.when(F.col(CHANGE_TYPE) == "INSERT", 1).otherwise(-1))
+    return _changes(signed.groupBy(*columns).agg(
+        F.sum(_SIGN).alias(_SIGN), F.max(CHANGE_ORDINAL).alias(CHANGE_ORDINAL),
+        F.max_by(COMMIT_SNAPSHOT_ID, CHANGE_ORDINAL).alias(COMMIT_SNAPSHOT_ID)), columns)
 
 
 def _updates(df: DataFrame, ids: list[str]) -> DataFrame:
