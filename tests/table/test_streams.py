@@ -8,6 +8,7 @@ import pytest
 
 from icepark.errors import ValidationError
 from icepark.table.snapshot.append import FastAppend
+from icepark.table.streams.changelog import changelog_snapshots
 from icepark.table.streams.epochs import (
     EPOCH_ID_PROPERTY,
     QUERY_ID_PROPERTY,
@@ -152,3 +153,23 @@ def test_commit_markers_find_the_last_batch_of_a_query(tmp_path: Path) -> None:
     assert summary[QUERY_ID_PROPERTY] == "other" and summary[EPOCH_ID_PROPERTY] == "0"
     t.branch("audit", t.metadata.snapshots[0].snapshot_id)
     assert last_committed_epoch(t.metadata, "audit", "q") == 0
+
+
+def test_changelog_ranges_follow_the_history_and_leave_out_replaces(tmp_path: Path) -> None:
+    t = ScanTable(tmp_path)
+    s1 = t.append(t.file("a"))
+    s2 = t.append(t.file("b"))
+    t.rewrite(["a"], [t.file("a2")])
+    s4 = t.append(t.file("c"))
+
+    def ids(start: int | None, end: int | None) -> list[int]:
+        return [s.snapshot_id for s in changelog_snapshots(t.metadata, start, end)]
+
+    assert ids(None, None) == [s1.snapshot_id, s2.snapshot_id, s4.snapshot_id]
+    assert ids(s1.snapshot_id, None) == [s2.snapshot_id, s4.snapshot_id]
+    assert ids(s1.snapshot_id, s2.snapshot_id) == [s2.snapshot_id]
+    assert ids(s4.snapshot_id, None) == []
+    with pytest.raises(ValidationError, match="not an ancestor"):
+        ids(s4.snapshot_id, s2.snapshot_id)
+    with pytest.raises(ValidationError, match="Cannot find the start snapshot 9"):
+        ids(9, None)
