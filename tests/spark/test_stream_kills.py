@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,6 +19,7 @@ from icepark.catalog import BaseCatalog
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
+from tests.spark.test_streams import source_file
 from tests.spark.test_write import catalog, live_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -54,7 +54,7 @@ def test_every_row_lands_once_across_twenty_kills(catalog: BaseCatalog, tmp_path
         "db.t", schema, partition_spec=PartitionSpecBuilder(schema).identity("s").build())
     source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
     source.mkdir()
-    files = add_files(source, 0, FILES)
+    files = add_files(source, 0, FILES)  # ids 0 .. FILES*ROWS-1
     rng = random.Random(20261127)
     kills = 0
     while kills < KILLS:
@@ -83,7 +83,5 @@ def test_every_row_lands_once_across_twenty_kills(catalog: BaseCatalog, tmp_path
 def add_files(source: Path, first: int, count: int) -> int:
     """Source files ``first`` .. ``first + count - 1`` (ids ``n*ROWS`` up); the new total."""
     for n in range(first, first + count):
-        ids = list(range(n * ROWS, (n + 1) * ROWS))
-        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()),
-                                 "s": ["ab"[i % 2] for i in ids]}), source / f"{n:04d}.parquet")
+        source_file(source, n, ROWS)
     return first + count

@@ -19,18 +19,19 @@ from icepark.errors import ValidationError
 
 
 def int_property(properties: Mapping[str, str], key: str, default: int, *,
-                 minimum: int | None = None) -> int:
+                 minimum: int | None = None, kind: str = "Table property") -> int:
     """The integer property ``key``, or ``default`` when it is not set; a value that is not an
-    integer, or is below ``minimum``, raises :class:`ValidationError` naming the property."""
+    integer, or is below ``minimum``, raises :class:`ValidationError` naming the property (a
+    ``kind``: ``Option`` for a reader's or writer's options)."""
     raw = properties.get(key)
     if raw is None:
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise ValidationError(f"Table property {key} must be an integer, not {raw!r}") from None
+        raise ValidationError(f"{kind} {key} must be an integer, not {raw!r}") from None
     if minimum is not None and value < minimum:
-        raise ValidationError(f"Table property {key} must be at least {minimum}, not {value}")
+        raise ValidationError(f"{kind} {key} must be at least {minimum}, not {value}")
     return value
 
 

@@ -50,6 +50,7 @@ from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema as spark_arrow_schema
 
+from icepark.catalog import BaseCatalog
 from icepark.errors import ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, and_
 from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY, parse_name_mapping
@@ -126,8 +127,13 @@ def open_scan(options: ReadOptions) -> tuple[DataScan, dict[str, str]]:
                               f"option('{kind}', {ref!r})")
     scan = table.scan(snapshot_id=options.snapshot_id, ref=ref,
                       as_of_timestamp=options.as_of_timestamp, options=options.scan_options)
-    io_properties = {k: v for k, v in catalog.properties.items() if k not in _CATALOG_ONLY}
-    return scan, io_properties
+    return scan, io_properties(catalog)
+
+
+def io_properties(catalog: BaseCatalog) -> dict[str, str]:
+    """The properties an executor's FileIO needs from ``catalog``: all but the catalog
+    database URL, which may hold a password and no FileIO uses."""
+    return {k: v for k, v in catalog.properties.items() if k not in _CATALOG_ONLY}
 
 
 def spark_schema(scan: DataScan, timestamp_ns: ReadMode = "error",

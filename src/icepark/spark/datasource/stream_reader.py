@@ -39,7 +39,12 @@ from pyspark.sql.streaming.datasource import (
 from icepark.expressions import ALWAYS_TRUE
 from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY
 from icepark.spark.datasource.options import CatalogOptions
-from icepark.spark.datasource.reader import ReadContext, ScanPartition, read_partition
+from icepark.spark.datasource.reader import (
+    ReadContext,
+    ScanPartition,
+    io_properties,
+    read_partition,
+)
 from icepark.table.scan.tasks import plan_tasks, split_settings
 from icepark.table.streams.offsets import (
     BEFORE_FIRST,
@@ -47,8 +52,6 @@ from icepark.table.streams.offsets import (
     StreamOptions,
     StreamPlanner,
 )
-
-_CATALOG_ONLY = frozenset({"uri"})
 
 
 class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -65,8 +68,7 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _planner(self) -> tuple[StreamPlanner, dict[str, str], Any]:
         catalog = self.catalog.load()
         table = self.catalog.table_in(catalog)
-        io_properties = {k: v for k, v in catalog.properties.items() if k not in _CATALOG_ONLY}
-        return StreamPlanner(table.metadata, table.io, self.stream), io_properties, table
+        return StreamPlanner(table.metadata, table.io, self.stream), io_properties(catalog), table
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - PySpark's name
         planner, _, _ = self._planner()
@@ -102,12 +104,12 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.until = BEFORE_FIRST if current is None else current
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        planner, io_properties, table = self._planner()
+        planner, properties, table = self._planner()
         tasks = planner.planned_files(StreamOffset.from_json(start), StreamOffset.from_json(end))
         if not tasks:
             return []
         metadata = table.metadata
-        context = ReadContext(io_properties, self.table_schema, ALWAYS_TRUE,
+        context = ReadContext(properties, self.table_schema, ALWAYS_TRUE,
                               tuple(metadata.partition_specs),
                               metadata.properties.get(NAME_MAPPING_PROPERTY))
         bins = plan_tasks(tasks, *split_settings(metadata.properties))

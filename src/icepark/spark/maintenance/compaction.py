@@ -345,8 +345,8 @@ def _no_options() -> DeleteRewriteOptions:
 def _z_column(columns: Sequence[Column]) -> Column:
     """The Z-order value of ``columns``, computed in Arrow batches by the Python workers."""
 
-    # PySpark 4's Arrow UDF (Arrow arrays in and out, no pandas); its stub lacks it
-    @F.arrow_udf("binary")  # type: ignore[attr-defined, untyped-decorator]
+    # PySpark 4's Arrow UDF: Arrow arrays in and out, no pandas
+    @F.arrow_udf("binary")  # type: ignore[attr-defined, untyped-decorator]  # not in its stub
     def z_value(*arrays: pa.Array) -> pa.Array:
         return z_values(arrays)
 

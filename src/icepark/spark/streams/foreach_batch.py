@@ -21,14 +21,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from icepark.errors import ValidationError
+from icepark.spark.datasource.stream_writer import QUERY_ID_KEY
 from icepark.spark.tables import TableLike, resolve
 from icepark.spark.writer.write import MODES, write
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.streams.epochs import committed, epoch_properties
 from icepark.table.table import Table
-
-QUERY_ID_KEY = "sql.streaming.queryId"
-"""The Spark local property naming the running streaming query."""
 
 
 def foreach_batch_writer(table: TableLike, *, mode: str = "append", branch: str = MAIN_BRANCH,

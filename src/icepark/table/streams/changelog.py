@@ -26,9 +26,8 @@ A :class:`ChangelogSnapshot` holds the two task lists of one snapshot; the Spark
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
@@ -36,6 +35,7 @@ from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile, EntryStatus, FileContent
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.snapshots import Operation, Snapshot, ancestors_of
 from icepark.table.scan.scan import TableScan
 from icepark.table.scan.tasks import FileScanTask
@@ -83,14 +83,23 @@ def plan_changelog(metadata: TableMetadata, file_io: FileIO,
                    snapshots: Sequence[Snapshot]) -> list[ChangelogSnapshot]:
     """The changed files of each of ``snapshots`` (see the module docstring)."""
     specs = {s.spec_id: s for s in metadata.partition_specs}
+    planned_scans: dict[int, list[FileScanTask]] = {}  # one's "after" is its child's "before"
+
+    def tasks(snapshot_id: int) -> list[FileScanTask]:
+        if snapshot_id not in planned_scans:
+            planned_scans[snapshot_id] = list(TableScan(
+                metadata, file_io, snapshot_id=snapshot_id).plan_files(
+                row_lineage=metadata.format_version >= 3))
+        return planned_scans[snapshot_id]
+
     planned = []
     for ordinal, snapshot in enumerate(snapshots):
-        added, removed, deletes = _own_entries(file_io, metadata, snapshot, specs)
+        added, removed, deletes = _own_entries(file_io, snapshot, specs)
         parent = snapshot.parent_snapshot_id
-        before_all = (_tasks(metadata, file_io, parent)
+        before_all = (tasks(parent)
                       if parent is not None and metadata.snapshot_by_id(parent) is not None
                       else [])
-        after_all = _tasks(metadata, file_io, snapshot.snapshot_id)
+        after_all = tasks(snapshot.snapshot_id)
         touched = {f.file_path for f in (*added, *removed)}
         for delete_file in deletes:
             touched |= _applies_to(delete_file, before_all)
@@ -101,13 +110,8 @@ def plan_changelog(metadata: TableMetadata, file_io: FileIO,
     return planned
 
 
-def _tasks(metadata: TableMetadata, file_io: FileIO, snapshot_id: int) -> list[FileScanTask]:
-    return list(TableScan(metadata, file_io, snapshot_id=snapshot_id).plan_files(
-        row_lineage=metadata.format_version >= 3))
-
-
-def _own_entries(file_io: FileIO, metadata: TableMetadata, snapshot: Snapshot,
-                 specs: Any) -> tuple[list[DataFile], list[DataFile], list[DataFile]]:
+def _own_entries(file_io: FileIO, snapshot: Snapshot, specs: Mapping[int, PartitionSpec]
+                 ) -> tuple[list[DataFile], list[DataFile], list[DataFile]]:
     """The data files ``snapshot`` added and removed, and the delete files it added."""
     added: list[DataFile] = []
     removed: list[DataFile] = []

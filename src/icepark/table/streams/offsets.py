@@ -39,6 +39,7 @@ from typing import Any
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.properties import int_property
 from icepark.spec.snapshots import Operation, Snapshot, ancestors_of
 from icepark.table.scan.incremental import IncrementalAppendScan
 from icepark.table.scan.scan import TableScan
@@ -87,16 +88,7 @@ class StreamOptions:
         lowered = {k.lower(): v for k, v in options.items()}
 
         def number(key: str, default: int, minimum: int) -> int:
-            text = lowered.get(key)
-            if text is None:
-                return default
-            try:
-                value = int(text)
-            except ValueError:
-                raise ValidationError(f"Option {key} must be an integer, not {text!r}") from None
-            if value < minimum:
-                raise ValidationError(f"Option {key} must be at least {minimum}, not {value}")
-            return value
+            return int_property(lowered, key, default, minimum=minimum, kind="Option")
 
         def flag(key: str) -> bool:
             text = lowered.get(key, "false").strip().lower()
