@@ -16,8 +16,10 @@ import icepark.spark as ips
 from icepark.catalog import load_catalog
 from icepark.errors import ValidationError
 from icepark.io.arrow.zorder import z_values
+from icepark.spark.maintenance import compaction
 from icepark.spark.maintenance.compaction import _Job, rewrite_data_files
 from icepark.spark.reader.read import read
+from icepark.spark.writer.data_files import write_data_files
 from icepark.spec.manifest import FileContent
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -106,6 +108,47 @@ def test_partitioned_groups_and_where(spark: SparkSession, tmp_path: Path) -> No
     rest = ips.rewrite_data_files(spark, table, options=SMALL)
     assert (rest.rewritten_data_files, rest.added_data_files, rest.groups) == (12, 2, 2)
     assert _content(spark, table) == before
+
+
+def test_small_groups_share_one_job(spark: SparkSession, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups that each become one file are written by one Spark job, hash-distributed by
+    partition: still one file per partition, sorted within it; under partial progress each
+    commit replaces exactly its own partitions' files."""
+    table = _table(tmp_path, partitioned=True)
+    before = _content(spark, table)
+    jobs: list[int] = []
+    real = write_data_files
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        jobs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compaction, "write_data_files", counted)  # the module's own name
+    result = ips.rewrite_data_files(spark, table, strategy="sort", sort_order="a DESC, id",
+                                    options=SMALL)
+    assert (len(jobs), result.groups, result.added_data_files) == (1, 3, 3)
+    assert _content(spark, table) == before
+    files = _data_files(table)
+    assert sorted(f.partition for f in files) == [("x",), ("y",), ("z",)]
+    for f in files:
+        rows = pq.read_table(f.file_path).select(["a", "id"]).to_pylist()
+        assert rows == sorted(rows, key=lambda r: (-r["a"], r["id"]))
+
+    for i in range(6, 10):
+        table.append(_rows(range(i * 50, (i + 1) * 50)))
+    jobs.clear()
+    result = ips.rewrite_data_files(spark, table, options={
+        **SMALL, "partial-progress.enabled": "true", "partial-progress.max-commits": "3"})
+    assert (len(jobs), result.groups, len(result.snapshot_ids)) == (1, 3, 3)
+    for snapshot_id in result.snapshot_ids:
+        changed = [e for e in entries(table, snapshot_id).to_pylist()
+                   if e["snapshot_id"] == snapshot_id and e["status"] in (1, 2)]
+        added = {e["data_file"]["partition"]["cat"] for e in changed if e["status"] == 1}
+        removed = {e["data_file"]["partition"]["cat"] for e in changed if e["status"] == 2}
+        assert len(added) == 1 and added == removed, changed
+    assert _content(spark, table.refresh())[:300] == before
+    assert len(_data_files(table)) == 3
 
 
 def test_sort_orders_each_file(spark: SparkSession, tmp_path: Path) -> None:

@@ -54,6 +54,9 @@ SCHEMA = Schema.of(NestedField.required(1, "id", LONG), NestedField.optional(2, 
                    NestedField.optional(3, "v", LONG))
 MOR = {"write.delete.mode": "merge-on-read"}
 COW = {"write.delete.mode": "copy-on-write"}
+SEPARATE_JOBS = {"target-file-size-bytes": "2048"}
+"""A target smaller than a partition's files: each group becomes several files, so each is
+a Spark job of its own (small groups would share one job)."""
 INITIAL = range(240)
 """Four appends of 60 rows, each a file in each of the partitions x, y and z."""
 
@@ -168,13 +171,14 @@ def _x_ids(round_: int) -> set[int]:
     return {i for i in INITIAL if i % 3 == 0 and (i // 3) % 5 == round_}
 
 
-@pytest.mark.parametrize(("method", "call", "partial"), [
-    ("_write", 1, False), ("_write", 2, True), ("_commit", 1, False), ("_commit", 2, True)],
+@pytest.mark.parametrize(("method", "call", "partial", "packed"), [
+    ("_write_job", 1, False, False), ("_write_job", 2, True, False),
+    ("_commit", 1, False, False), ("_commit", 2, True, False), ("_commit", 2, True, True)],
     ids=["after-planning", "between-group-writes", "before-commit",
-         "between-partial-commits"])
+         "between-partial-commits", "between-partial-commits-of-one-job"])
 def test_writers_at_each_point_of_a_compaction_lose_nothing(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, method: str,
-        call: int, partial: bool) -> None:
+        call: int, partial: bool, packed: bool) -> None:
     """Three compactions, each meeting one round of other writers at the same point: an
     append to a new partition each round, a merge-on-read delete of rows in rounds 0 and 1,
     and in round 1 the Arrow-level delete of round 0's new partition (a file the compaction
@@ -184,7 +188,8 @@ def test_writers_at_each_point_of_a_compaction_lose_nothing(
     writer = _catalog(tmp_path).load_table("db.t")
     ledger = _Ledger()
     options = {"rewrite-all": "true", "max-concurrent-file-group-rewrites": "1",
-               "partial-progress.enabled": str(partial).lower()}
+               "partial-progress.enabled": str(partial).lower(),
+               **({} if packed else SEPARATE_JOBS)}
     outcomes: list[tuple[int, int] | str] = []
     for round_ in range(3):
         def writers(r: int = round_) -> None:
@@ -224,13 +229,13 @@ def test_writer_threads_beside_compactions_lose_nothing(
     table.append(_rows(range(500, 530), "w"))
     ledger = _Ledger(present=set(INITIAL) | set(range(500, 530)))
     planned = threading.Event()
-    original = _Job._write
+    original = _Job._write_job
 
     def write(self: _Job, *args: Any) -> Any:
         planned.set()
         return original(self, *args)
 
-    monkeypatch.setattr(_Job, "_write", write)
+    monkeypatch.setattr(_Job, "_write_job", write)
     outcomes: list[tuple[int, int] | str] = []
     errors: list[BaseException] = []
 
@@ -312,15 +317,15 @@ def _referenced(table: Table) -> set[str]:
 
 def _kill_in_write(monkeypatch: pytest.MonkeyPatch, written: list[WrittenFiles]) -> None:
     """The process dies as the second group's files are written."""
-    def write(self: _Job, *args: Any) -> WrittenFiles:
-        files: WrittenFiles = original(self, *args)
-        written.append(files)
+    def write(self: _Job, *args: Any) -> dict[int, WrittenFiles]:
+        files: dict[int, WrittenFiles] = original(self, *args)
+        written.extend(files.values())
         if len(written) == 2:
             raise KeyboardInterrupt
         return files
 
-    original = _Job._write
-    monkeypatch.setattr(_Job, "_write", write)
+    original = _Job._write_job
+    monkeypatch.setattr(_Job, "_write_job", write)
 
 
 def _kill_in_commit(monkeypatch: pytest.MonkeyPatch, call: int, error: BaseException) -> None:
@@ -375,18 +380,18 @@ def test_a_killed_compaction_leaves_only_orphans_that_orphan_removal_takes(
     before = _files(location)
 
     written: list[WrittenFiles] = []
-    original_write = _Job._write
+    original_write = _Job._write_job
 
-    def record(self: _Job, *args: Any) -> WrittenFiles:
-        files: WrittenFiles = original_write(self, *args)
-        written.append(files)
+    def record(self: _Job, *args: Any) -> dict[int, WrittenFiles]:
+        files: dict[int, WrittenFiles] = original_write(self, *args)
+        written.extend(files.values())
         return files
 
     monkeypatch.setattr(WrittenFiles, "abort", lambda self, file_io: None)  # nobody cleans up
     if point == "in-second-group-write":
         _kill_in_write(monkeypatch, written)
     else:
-        monkeypatch.setattr(_Job, "_write", record)
+        monkeypatch.setattr(_Job, "_write_job", record)
     if point == "at-first-commit":
         _kill_in_commit(monkeypatch, 1, SystemExit(1))
     elif point == "at-second-commit":
@@ -396,7 +401,7 @@ def test_a_killed_compaction_leaves_only_orphans_that_orphan_removal_takes(
     elif point == "in-catalog-swap":
         _kill_in_swap(monkeypatch)
     options = {"rewrite-all": "true", "max-concurrent-file-group-rewrites": "1",
-               "partial-progress.enabled": str(partial).lower()}
+               "partial-progress.enabled": str(partial).lower(), **SEPARATE_JOBS}
     with pytest.raises((KeyboardInterrupt, SystemExit, OSError)):
         rewrite_data_files(spark, table, options=options)
     monkeypatch.undo()

@@ -17,6 +17,16 @@ replaced files go with them), arranged by the strategy, and written by
 * ``zorder``: range-partitioned and sorted by the Z-order value of ``zorder_by``
   (:mod:`icepark.io.arrow.zorder`), which clusters rows by all those columns at once.
 
+Small groups share a job. A table with many small partitions (say 500 partitions of a few
+small files each) has as many groups, each expected to become one file; a Spark job for each
+would cost far more than their rows (about half a second of driver work and scheduling per
+job). Groups that become one file are packed, up to ``max-file-group-size-bytes`` per pack,
+into one job that hash-distributes the rows by their output partition (so each partition's
+rows still become one file, sorted or Z-ordered within it). Without partial progress every
+group is in the one commit, so any group may be packed; with it, only groups that are alone in
+their partition of the output spec are, and the job's files are assigned back to their groups
+by partition, so that each commit still replaces exactly its groups' rows.
+
 Row lineage (v3), spec *Row lineage assignment*: rows moved to a new file keep their
 ``_row_id`` and ``_last_updated_sequence_number``, written into the new files.
 
@@ -36,10 +46,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -58,6 +69,7 @@ from icepark.spark.writer.data_files import WrittenFiles, write_data_files
 from icepark.spark.writer.distribution import DISTRIBUTION_MODE, sort_keys
 from icepark.spark.writer.write import JOB_ID_PROPERTY
 from icepark.spec.clauses import sort_order as parse_sort_order
+from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.sorting import SortOrder
@@ -69,6 +81,7 @@ from icepark.table.maintenance.compaction import (
     commit_batches,
     plan_groups,
 )
+from icepark.table.scan.tasks import FileScanTask
 from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.rewrite_deletes import DeleteRewriteOptions, plan
 from icepark.table.snapshot.validation import as_expr
@@ -223,19 +236,25 @@ class _Job:
 
     def _write_all(self, groups: Sequence[FileGroup]) -> dict[int, WrittenFiles]:
         """Every group's new files, up to ``max-concurrent-file-group-rewrites`` Spark jobs at
-        a time; on a failure the files already written are deleted."""
+        a time (a pack of small groups is one job); on a failure the files already written
+        are deleted."""
         done: dict[int, WrittenFiles] = {}
-        workers = min(self.options.max_concurrent_groups, len(groups))
+        keys = Counter((g.spec_id, g.partition) for g in groups)
+        packable = [g for g in groups if self._packable(g, keys)]
+        packed = {id(g) for g in packable}
+        jobs = [[g] for g in groups if id(g) not in packed]
+        jobs += _packs(packable, self.options.max_group_size)
+        workers = min(self.options.max_concurrent_groups, len(jobs))
         if workers == 1:
-            for group in groups:
-                done[id(group)] = self._write(group)
+            for job in jobs:
+                done.update(self._write_job(job))
             return done
         with ThreadPoolExecutor(workers, thread_name_prefix="icepark-rewrite") as pool:
-            futures = {id(g): pool.submit(self._write, g) for g in groups}
+            futures = [pool.submit(self._write_job, job) for job in jobs]
             error: BaseException | None = None
-            for key, future in futures.items():
+            for future in futures:
                 try:
-                    done[key] = future.result()
+                    done.update(future.result())
                 except BaseException as e:  # keep collecting, to delete what was written
                     error = error or e
             if error is not None:
@@ -244,19 +263,63 @@ class _Job:
                 raise error
         return done
 
+    def _packable(self, group: FileGroup, keys: Counter[tuple[int, tuple[Any, ...]]]
+                  ) -> bool:
+        """Whether ``group`` may share a job: it becomes one file, and either every group is
+        committed at once (no partial progress) or its files can be told apart from the other
+        groups' by partition (it is the only group of its partition, in the output spec)."""
+        if group.output_files(self.options.target_file_size) != 1:
+            return False
+        return not self.options.partial_progress or (
+            group.spec_id == self.options.output_spec_id
+            and keys[(group.spec_id, group.partition)] == 1)
+
+    def _write_job(self, job: Sequence[FileGroup]) -> dict[int, WrittenFiles]:
+        if len(job) == 1:
+            return {id(job[0]): self._write(job[0])}
+        return self._write_pack(job)
+
     def _write(self, group: FileGroup) -> WrittenFiles:
+        count = group.output_files(self.options.target_file_size)
+        return self._write_rows(group.tasks, lambda rows, view: self._arrange(rows, view, count))
+
+    def _write_pack(self, pack: Sequence[FileGroup]) -> dict[int, WrittenFiles]:
+        """The files of a pack of small groups, written by one job and assigned back to their
+        groups by partition (see the module docstring)."""
+        size = sum(g.size_in_bytes for g in pack)
+        count = min(len(pack), max(-(-size // self.options.target_file_size),
+                                   int(self.spark.sparkContext.defaultParallelism)))
+        written = self._write_rows(
+            [t for g in pack for t in g.tasks],
+            lambda rows, view: self._arrange_by_partition(rows, view, count))
+        files: dict[int, list[DataFile]] = {id(g): [] for g in pack}
+        if not self.options.partial_progress:  # one commit for all: any group may hold them
+            files[id(pack[0])] = list(written.files)
+        else:
+            by_partition = {(g.spec_id, g.partition): g for g in pack}
+            for data_file in written.files:
+                group = by_partition.get((data_file.spec_id, data_file.partition))
+                if group is None:  # cannot happen for packable groups: account for every file
+                    written.abort(self.table.io)
+                    raise AssertionError(
+                        f"rewrite_data_files: {data_file.file_path} is in partition "
+                        f"{data_file.partition!r}, of no packed group")
+                files[id(group)].append(data_file)
+        return {key: dataclasses.replace(written, files=found) for key, found in files.items()}
+
+    def _write_rows(self, tasks: Sequence[FileScanTask],
+                    arrange: Callable[[DataFrame, TableMetadata], DataFrame]) -> WrittenFiles:
         metadata = self.metadata
         schema = metadata.schema()
         lineage = lineage_columns(metadata)
-        rows = scan_rows(self.spark, self.table, group.tasks, schema, ["*"],
+        rows = scan_rows(self.spark, self.table, tasks, schema, ["*"],
                          metadata_columns=lineage).rows
         rows = rows.select(*read_columns(schema), *(F.col(quote(c)) for c in lineage))
         view = self._write_metadata()
-        count = group.output_files(self.options.target_file_size)
-        arranged = self._arrange(rows, view, count)
-        written = write_data_files(arranged, view, self.table.io,
-                                   row_bytes=group.size_in_bytes / max(group.record_count, 1),
-                                   lineage=bool(lineage))
+        size = sum(t.data_file.file_size_in_bytes for t in tasks)
+        records = sum(t.data_file.record_count for t in tasks)
+        written = write_data_files(arrange(rows, view), view, self.table.io,
+                                   row_bytes=size / max(records, 1), lineage=bool(lineage))
         if self.arrangement.order is not None and self._order_id(metadata) is None:
             # a sort order the table does not have: the files cannot name it
             written = dataclasses.replace(written, files=[
@@ -279,6 +342,24 @@ class _Job:
                 with_z = rows.withColumn(_Z, z)
                 return (with_z.repartitionByRange(tasks, *parts, F.col(_Z))
                         .sortWithinPartitions(*parts, F.col(_Z)).drop(_Z))
+
+    def _arrange_by_partition(self, rows: DataFrame, view: TableMetadata,
+                              count: int) -> DataFrame:
+        """A pack's rows in ``count`` tasks, each partition's rows in one task, sorted by
+        partition and then by the arrangement."""
+        schema = view.schema()
+        parts = partition_columns(view.spec(), schema, rows)
+        spread = rows.repartition(count, *parts)
+        match self.arrangement.strategy:
+            case "binpack":
+                return spread.sortWithinPartitions(*parts)
+            case "sort":
+                return spread.sortWithinPartitions(
+                    *parts, *sort_keys(view.sort_order(), schema, rows))
+            case _:
+                z = _z_column([F.col(quote(n)) for n in self.arrangement.zorder_by])
+                return (spread.withColumn(_Z, z).sortWithinPartitions(*parts, F.col(_Z))
+                        .drop(_Z))
 
     def _order_id(self, metadata: TableMetadata) -> int | None:
         """The ID of the table's sort order equal to the arrangement's, if it has one."""
@@ -327,7 +408,7 @@ class _Job:
 
     def _commit(self, pairs: Sequence[tuple[FileGroup, WrittenFiles]], head_id: int,
                 sequence: int | None, branch: str, properties: dict[str, str]) -> int:
-        job_ids = ",".join(w.job_id for _, w in pairs)
+        job_ids = ",".join(dict.fromkeys(w.job_id for _, w in pairs))
         rewrite = self.table.new_rewrite(
             branch=branch, snapshot_properties={**properties, JOB_ID_PROPERTY: job_ids})
         for group, written in pairs:
@@ -336,6 +417,20 @@ class _Job:
         head = branch_head(self.table.metadata, branch)
         assert head is not None
         return head.snapshot_id
+
+
+def _packs(groups: Sequence[FileGroup], max_size: int) -> list[list[FileGroup]]:
+    """``groups`` (each one file, in a partition of its own) in packs of at most ``max_size``
+    bytes, largest first."""
+    packs: list[list[FileGroup]] = []
+    size = 0
+    for group in sorted(groups, key=lambda g: -g.size_in_bytes):
+        if not packs or size + group.size_in_bytes > max_size:
+            packs.append([])
+            size = 0
+        packs[-1].append(group)
+        size += group.size_in_bytes
+    return packs
 
 
 def _no_options() -> DeleteRewriteOptions:
