@@ -49,6 +49,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
+from icepark.spark.connect import tolerate_command_metrics
 from icepark.spark.datasource.options import ReadOptions, WriteOptions
 from icepark.spark.datasource.reader import IcebergReader, open_scan, spark_schema
 from icepark.spark.datasource.stream_reader import IcebergStreamReader
@@ -156,7 +157,21 @@ FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: Any) -> None:
-    """Register the ``icepark`` format with ``spark`` and enable Python data source filter
-    pushdown (:data:`FILTER_PUSHDOWN`), which its reader needs."""
-    spark.conf.set(FILTER_PUSHDOWN, "true")
+    """Register the ``icepark`` format with ``spark`` (a classic or a Spark Connect session)
+    and enable Python data source filter pushdown (:data:`FILTER_PUSHDOWN`), which its reader
+    needs.
+
+    In a Spark Declarative Pipelines definition file the session's settings cannot be changed;
+    the pipeline's ``configuration`` must set :data:`FILTER_PUSHDOWN` for a pipeline that reads
+    ``icepark`` tables (a sink-only pipeline does not need it). For a Connect session the
+    client is also made to skip metrics in command streams
+    (:func:`icepark.spark.connect.tolerate_command_metrics`).
+    """
+    tolerate_command_metrics(spark)
+    if str(spark.conf.get(FILTER_PUSHDOWN, "false")).lower() != "true":
+        try:
+            spark.conf.set(FILTER_PUSHDOWN, "true")
+        except Exception as e:  # a pipeline's definitions: its configuration decides
+            if "SESSION_MUTATION_IN_DECLARATIVE_PIPELINE" not in str(e):
+                raise
     spark.dataSource.register(IcebergDataSource)
