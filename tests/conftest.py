@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession
 
 from icepark.spark.session import build_session
+
+# Property tests check results, not speed: on a loaded machine (two xdist workers beside JVMs)
+# generating inputs can take seconds, which must not fail them.
+settings.register_profile("icepark", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("icepark")
 
 
 @pytest.fixture(scope="session")

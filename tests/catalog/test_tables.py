@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import pickle
 import re
 import uuid
 from collections.abc import Callable
@@ -244,6 +245,20 @@ def test_catalogs_satisfy_the_protocol(catalog: BaseCatalog) -> None:
     as_protocol: Catalog = catalog  # checked by mypy
     committer: TableCommitter = catalog
     assert as_protocol.name == "test" and committer is catalog
+
+
+def test_a_table_pickles_with_its_catalog(catalog: BaseCatalog) -> None:
+    """A pickled table (e.g. in a Spark Connect foreachBatch function) reconnects to its
+    catalog where it is unpickled, and commits there."""
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA)
+    copy = pickle.loads(pickle.dumps(table))
+    assert type(copy) is type(table) and copy.metadata == table.metadata
+    copy.set_properties(by="copy")
+    assert catalog.load_table("db.t").properties == {"by": "copy"}
+    again = pickle.loads(pickle.dumps(catalog))
+    assert (type(again), again.name, again.properties) == (
+        type(catalog), catalog.name, catalog.properties)
 
 
 def test_sql_registers_a_gzip_metadata_file(sql_catalog: BaseCatalog, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from icepark.catalog.identifier import (
@@ -218,6 +218,13 @@ class BaseCatalog(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A catalog pickles as its class, name, properties and FileIO, and connects anew
+        where it is unpickled (a Spark task, or the server-side worker of a Spark Connect
+        ``foreachBatch``), so a :class:`~icepark.table.table.Table` pickles too. Its
+        properties go with it, credentials included: they are what the other side needs."""
+        return (type(self), (self._name, self._properties, self.file_io))
 
     # ------------------------------------------------------------------ namespaces (abstract)
 

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from icepark.spark.connect import is_connect
+
 ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
     "spark.sql.parquet.fieldId.read.enabled": "true",
     "spark.sql.parquet.fieldId.write.enabled": "true",
@@ -82,3 +84,17 @@ def case_sensitive(session: SparkSession) -> bool:
     icepark matches the names of a write's DataFrame and of a read's columns and filter the
     same way."""
     return str(session.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"
+
+
+def default_parallelism(session: SparkSession) -> int:
+    """How many tasks the cluster runs at once: a classic session's
+    ``SparkContext.defaultParallelism``. A Spark Connect session has no ``SparkContext``: its
+    ``spark.default.parallelism`` if set, else ``spark.sql.shuffle.partitions`` (callers bound
+    it by their own number of items)."""
+    if not is_connect(session):
+        return int(session.sparkContext.defaultParallelism)
+    found = session.conf.get("spark.default.parallelism", None)
+    if found is None:
+        found = session.conf.get("spark.sql.shuffle.partitions", "200")
+    return max(1, int(str(found)))
+

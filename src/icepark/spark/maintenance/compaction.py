@@ -64,6 +64,7 @@ from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.reader.scan_rows import scan_rows
 from icepark.spark.rowlevel.changes import lineage_columns
 from icepark.spark.schema import quote
+from icepark.spark.session import default_parallelism
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.data_files import WrittenFiles, write_data_files
 from icepark.spark.writer.distribution import DISTRIBUTION_MODE, sort_keys
@@ -288,7 +289,7 @@ class _Job:
         groups by partition (see the module docstring)."""
         size = sum(g.size_in_bytes for g in pack)
         count = min(len(pack), max(-(-size // self.options.target_file_size),
-                                   int(self.spark.sparkContext.defaultParallelism)))
+                                   default_parallelism(self.spark)))
         written = self._write_rows(
             [t for g in pack for t in g.tasks],
             lambda rows, view: self._arrange_by_partition(rows, view, count))

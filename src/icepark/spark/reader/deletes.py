@@ -47,6 +47,7 @@ from icepark.io.puffin.deletion_vector import read_deletion_vector
 from icepark.spark.filters import field_column
 from icepark.spark.paths import file_key, spark_file_paths, spark_location
 from icepark.spark.schema import FIELD_ID, read_schema
+from icepark.spark.session import default_parallelism
 from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.reserved import FILE_PATH, POS
 from icepark.spec.schema import Schema
@@ -135,7 +136,7 @@ def deletion_vector_rows(spark: SparkSession, vectors: Sequence[tuple[int, DataF
     io = file_io or ArrowFileIO()
     numbers = spark.createDataFrame([(i, fid) for i, (fid, _) in enumerate(vectors)],
                                     f"__icepark_dv int, {FILE_NUMBER} int")
-    partitions = max(1, min(len(records), spark.sparkContext.defaultParallelism))
+    partitions = max(1, min(len(records), default_parallelism(spark)))
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

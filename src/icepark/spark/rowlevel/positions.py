@@ -36,6 +36,7 @@ from icepark.spark.rowlevel.delete_tasks import (
     RemovedFile,
 )
 from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
+from icepark.spark.session import default_parallelism
 from icepark.spark.writer.data_files import RECORDS
 from icepark.spark.writer.tasks import delete_job_files
 from icepark.spec.manifest import DataFile, FileContent
@@ -159,7 +160,7 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
         f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, __icepark_planned boolean, "
         "__icepark_records long")
     spread = len(tasks) if task is None else len(task.groups)
-    partitions = max(1, min(spread, spark.sparkContext.defaultParallelism))
+    partitions = max(1, min(spread, default_parallelism(spark)))
     by = FILE_NUMBER if task is None else GROUP_COLUMN
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
     return (positions.select(FILE_NUMBER, ROW_POSITION)

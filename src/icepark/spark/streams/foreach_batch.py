@@ -11,6 +11,11 @@ table already holds: every row lands exactly once. The query's ID is the Spark l
 ``sql.streaming.queryId`` that Spark sets while it runs the function; where that is not
 visible (a Spark Connect client) pass ``query_id``, a name that stays the same across
 restarts of the query.
+
+Spark Connect runs the function on the server, in a process that knows nothing of this one:
+give ``table`` as a :class:`~icepark.table.table.Table` (it is pickled with its catalog's
+name and properties and reconnects there), not as an identifier, which would resolve in the
+server's default catalog.
 """
 
 from __future__ import annotations
