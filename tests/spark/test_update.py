@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 import icepark.spark as ips
+from icepark.catalog import load_catalog
 from icepark.errors import ValidationError
 from icepark.spark.reader.read import read
 from tests.spark.test_merge import TARGET, _check, _make
@@ -73,3 +74,28 @@ def test_bad_updates_fail_before_any_file(spark: SparkSession, tmp_path: Path) -
         ips.update(spark, v1, {"x": "1"})
     assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()
             and "/v1/" not in str(p)} == files
+
+
+def test_narrowing_values_over_deleted_rows(spark: SparkSession, tmp_path: Path) -> None:
+    """A SET value that must be narrowed to the column's type (``amount + 1`` widens a decimal)
+    is checked for overflow also where the table already has delete files (the rows are then
+    read joined with them) and in a merge (joined with its source); a value that does not fit
+    fails naming the column."""
+    cat = load_catalog("u", type="sql", uri=f"sqlite:///{tmp_path}/c.db",
+                       warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    rows = spark.sql("SELECT id, CAST(id * 1.5 AS DECIMAL(9, 1)) AS amount FROM range(100)")
+    table = ips.write(rows, cat.create_table(
+        "db.t", ips.to_iceberg(rows.schema),
+        properties={"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+                    "write.merge.mode": "merge-on-read"}))
+    ips.delete(spark, table, "id < 10")  # position deletes: later reads join them
+    ips.update(spark, table, {"amount": "amount + 1"}, "id >= 90")
+    source = spark.sql("SELECT id, CAST(0 AS DECIMAL(9, 1)) AS amount FROM range(40, 45)")
+    (ips.merge(table, source, on="t.id = s.id")
+     .when_matched_update(set={"amount": "t.amount + s.amount + 2"}).execute())
+    got = {r["id"]: float(r["amount"]) for r in read(spark, table.refresh()).collect()}
+    assert got == {i: i * 1.5 + (1 if i >= 90 else 2 if 40 <= i < 45 else 0)
+                   for i in range(10, 100)}
+    with pytest.raises(ValidationError, match=r"'amount'.*does not fit"):
+        ips.update(spark, table, {"amount": "amount * 100000000"}, "id = 99")

@@ -134,8 +134,10 @@ def _converted(col: Column, f: NestedField, given: T.DataType, named: T.DataType
     if isinstance(f.field_type, PrimitiveType):
         if f.field_type.type_id in NANO_TYPES:
             return nanos_column(col, given, f.name)
+        # computed over joined rows (a merge's, or the table's with its deletes): Spark
+        # cannot name a file there
         return col if given == target else primitive_column(col, f.field_type, given, target,
-                                                            f.name)
+                                                            f.name, name_file=False)
     if named != given:
         col = col.cast(named)  # nested names as the table's (matched by name)
     if named == target or _names(named) == _names(target):

@@ -60,7 +60,7 @@ from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
 from icepark.spark.rowlevel.modes import COPY_ON_WRITE, MERGE_ON_READ
 from icepark.spark.rowlevel.positions import WrittenDeletes, write_deletes
 from icepark.spark.schema import quote
-from icepark.spark.writer.data_files import WrittenFiles, write_data_files
+from icepark.spark.writer.data_files import WrittenFiles, task_error, write_data_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
 from icepark.spec.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
@@ -144,7 +144,23 @@ def apply_changes(
         isolation: IsolationLevel, branch: str, operation: str,
         snapshot_properties: Mapping[str, str] | None = None) -> ChangeResult:
     """Commit ``changes`` to ``table`` in one snapshot by ``mode`` (see the module docstring);
-    ``operation`` (``MERGE``, ``UPDATE``) names it in errors. ``table`` is refreshed."""
+    ``operation`` (``MERGE``, ``UPDATE``) names it in errors. ``table`` is refreshed. A value
+    the tasks refuse (one that does not fit its column) is raised as the
+    :class:`ValidationError` the task raised, not as Spark's wrapping of it."""
+    try:
+        return _apply(spark, table, changes, mode=mode, isolation=isolation, branch=branch,
+                      operation=operation, snapshot_properties=snapshot_properties)
+    except Exception as e:
+        converted = task_error(e)
+        if converted is e:
+            raise
+        raise converted from None
+
+
+def _apply(
+        spark: SparkSession, table: Table, changes: RowChanges, *, mode: str,
+        isolation: IsolationLevel, branch: str, operation: str,
+        snapshot_properties: Mapping[str, str] | None) -> ChangeResult:
     if mode not in {COPY_ON_WRITE, MERGE_ON_READ}:
         raise ValidationError(f"Unknown row-level mode {mode!r}")
     properties = dict(snapshot_properties or {})

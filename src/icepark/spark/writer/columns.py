@@ -268,21 +268,27 @@ def with_example(df: DataFrame, error: IncompatibleColumn, schema: Schema) -> Va
                               error.column, error.given, error.expected)
 
 
-def checked_cast(col: Column, given: T.DataType, target: T.DataType, name: str) -> Column:
+def checked_cast(col: Column, given: T.DataType, target: T.DataType, name: str, *,
+                 name_file: bool = True) -> Column:
     """``col`` (of type ``given``) cast to ``target``; an integer or decimal that does not fit
-    fails the job naming the column, the value and the file the row was read from (if any),
-    where Spark would round a decimal or name only the types."""
+    fails the job naming the column, the value and (``name_file``) the file the row was read
+    from (if any), where Spark would round a decimal or name only the types.
+
+    ``name_file`` uses ``input_file_name()``, which Spark refuses above a join or a union of
+    sources (``MULTI_SOURCES_UNSUPPORTED_FOR_EXPRESSION``): values computed over joined rows
+    (a merge, a table read with its delete files) pass ``False``."""
     cast = col.cast(target)
     if not isinstance(target, (T.IntegralType, T.DecimalType)) or _widens(given, target):
         return cast
     tried = col.try_cast(target)
     lost = tried.isNull() | (tried.cast(given) != col)
-    source = F.input_file_name()
-    message = F.concat(
-        F.lit(f"{VALIDATION_PREFIX}Column {name!r}: the value "), col.cast(T.StringType()),
-        F.lit(f" does not fit the table's {target.simpleString()} column"),
-        F.when(source != F.lit(""), F.concat(F.lit(" (in "), source, F.lit(")")))
-        .otherwise(F.lit("")))
+    parts = [F.lit(f"{VALIDATION_PREFIX}Column {name!r}: the value "), col.cast(T.StringType()),
+             F.lit(f" does not fit the table's {target.simpleString()} column")]
+    if name_file:
+        source = F.input_file_name()
+        parts.append(F.when(source != F.lit(""), F.concat(F.lit(" (in "), source, F.lit(")")))
+                     .otherwise(F.lit("")))
+    message = F.concat(*parts)
     return F.when(col.isNotNull() & lost, F.raise_error(message).cast(target)).otherwise(cast)
 
 

@@ -187,8 +187,9 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
 
 
 def primitive_column(col: Column, t: PrimitiveType, given: T.DataType, target: T.DataType,
-                     name: str) -> Column:
-    """A top-level column of Spark type ``given`` (checked writable to ``t``) as ``target``."""
+                     name: str, *, name_file: bool = True) -> Column:
+    """A top-level column of Spark type ``given`` (checked writable to ``t``) as ``target``
+    (``name_file``: see :func:`~icepark.spark.writer.columns.checked_cast`)."""
     if t.type_id in NANO_TYPES:
         return col  # Spark timestamps and long nanoseconds: both exact, the tasks convert
     if t == UNKNOWN:
@@ -197,7 +198,7 @@ def primitive_column(col: Column, t: PrimitiveType, given: T.DataType, target: T
         return F.when(col.isNull(), F.lit(None)).otherwise(F.raise_error(F.lit(message)))
     if isinstance(target, geo.SPARK_TYPES) and isinstance(given, T.BinaryType):
         return geo.from_wkb(col, target)
-    return checked_cast(col, given, target, name)
+    return checked_cast(col, given, target, name, name_file=name_file)
 
 
 # ----------------------------------------------------------------------------- commit
