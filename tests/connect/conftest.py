@@ -54,7 +54,9 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ["bash", str(start), "--master", "local[2]",
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-         "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4"],
+         "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+         # as ips.build_session: no Python call sites recorded per DataFrame call
+         "--conf", "spark.python.sql.dataFrameDebugging.enabled=false"],
         env=env, check=True, capture_output=True, timeout=120)
     try:
         deadline = time.monotonic() + 180

@@ -51,6 +51,18 @@ ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
 }
 
 
+BUILD_DEFAULTS: Mapping[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    # PySpark 4 records the Python call site of every DataFrame and Column call for error
+    # messages ("DataFrame debugging"): several JVM round trips and a failed `import IPython`
+    # per call, which icepark's jobs (thousands of Column calls per job) pay in the driver.
+    # Sessions icepark builds turn it off; ips.configure leaves a given session's setting.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+}
+"""Settings of the sessions :func:`build_session` makes, beyond :data:`ICEPARK_SPARK_CONFIG`
+(which :func:`configure` also applies to a session made elsewhere)."""
+
+
 def build_session(master: str = "local[*]", app_name: str = "icepark",
                   config: Mapping[str, str] | None = None) -> SparkSession:
     """A SparkSession configured for icepark; extra ``config`` entries win over the defaults.
@@ -60,8 +72,7 @@ def build_session(master: str = "local[*]", app_name: str = "icepark",
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {**ICEPARK_SPARK_CONFIG, "spark.ui.showConsoleProgress": "false",
-                **(config or {})}
+    settings = {**ICEPARK_SPARK_CONFIG, **BUILD_DEFAULTS, **(config or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
