@@ -1,10 +1,17 @@
-"""Scan planning on synthetic tables: icepark's TableScan vs pyiceberg 0.12, side by side.
+"""Scan planning on synthetic tables: icepark's TableScan vs pyiceberg 0.12 and the Java reference.
 
 Tables of 100,000 data files in 100 manifests (and, with ``--large``, 1,000,000 files in 1,000
 manifests) are written once with icepark's ManifestWriter into a cache directory under /tmp and
 reused by later runs. Every file has 8 columns with all the metrics Spark writes, a partition
 ``(day(c3), bucket[16](c1))`` and two split offsets; manifest ``m`` holds days ``m // 4`` to
-``m // 4 + 3``, so partition summaries overlap a little, as after daily appends.
+``m // 4 + 3``, so partition summaries overlap a little, as after daily appends. Each table is
+also planned with its manifests as other engines write them (``--layouts``):
+
+* ``icepark``: as written above;
+* ``pyiceberg``: every manifest and the manifest list rewritten by pyiceberg's writers, which put
+  each record in an Avro block of its own (deflated on its own);
+* ``java``: the manifests rewritten by the Java reference (``rewrite_manifests``, about as many
+  manifests as before, clustered by partition; Iceberg 1.10.2 in ``.venv-javaref``).
 
 Three scans per table, each timed as the wall time to list every planned file (``plan_files``)
 after the metadata is loaded, best of ``--repeat`` runs:
@@ -14,15 +21,16 @@ after the metadata is loaded, best of ``--repeat`` runs:
 * metrics: a range of ``c5``, a column that is not partitioned, so every manifest is read and
   only column bounds prune.
 
-Each (library, table) pair runs in a fresh Python process, so the peak RSS it reports
-(``resource.getrusage``; icepark's forked planning workers are reported separately) is its own.
-icepark runs twice: as it plans by default (forked workers decode the manifests, one per CPU,
-when a scan reads at least 4 MB of them and the process runs no other thread), and in one
-process (``ICEPARK_PLANNING_WORKERS=1``), as it plans in a Spark driver. The "first" columns
-are each scan's first run in that process: cold, before either library has cached anything
-for it (icepark caches the decoders it generates per manifest layout, never decoded entries).
+icepark plans in one process (``ICEPARK_PLANNING_WORKERS=1``), as in a Spark driver, in a fresh
+Python process per layout, twice: with its manifest cache (the default: repeated scans of the
+unchanged table reuse the decoded manifests, so the best of several runs is a cached run) and
+without (``io.manifest.cache-enabled=false``: every scan decodes). pyiceberg runs in its own
+process. With ``--java``, the reference plans the same metadata file through a static table in
+its own JVM (its manifest reading, worker pool and JIT), timed after five untimed runs of each
+scan. Peak RSS (``resource.getrusage``) is each Python process's own.
 
-    PYTHONPATH=src:. python benchmarks/bench_planning.py [--large] [--repeat N] [--cache DIR]
+    PYTHONPATH=src:. python benchmarks/bench_planning.py [--large] [--repeat N] [--java]
+        [--layouts icepark,pyiceberg,java] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 DAY_US = 86_400_000_000
@@ -131,6 +140,122 @@ def build_table(root: str, files: int, manifests: int) -> str:
     return metadata_file
 
 
+def build_pyiceberg_layout(source_metadata: str, root: str) -> str:
+    """The table of ``source_metadata`` with every manifest and the manifest list rewritten by
+    pyiceberg's writers (one Avro block per record, as pyiceberg writes them); return its
+    metadata file."""
+    metadata_file = os.path.join(root, "metadata", "v1.metadata.json")
+    if os.path.exists(os.path.join(root, "DONE")):
+        return metadata_file
+    from pyiceberg.manifest import write_manifest, write_manifest_list  # noqa: PLC0415
+    from pyiceberg.table import StaticTable  # noqa: PLC0415
+
+    started = time.perf_counter()
+    table = StaticTable.from_metadata(source_metadata)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    io, spec, schema = table.io, table.spec(), table.schema()
+    os.makedirs(os.path.join(root, "metadata"), exist_ok=True)
+    written = []
+    for i, manifest in enumerate(snapshot.manifests(io)):
+        out = io.new_output(os.path.join(root, "metadata", f"m{i}.avro"))
+        with write_manifest(2, spec, schema, out, SNAPSHOT_ID, "deflate") as writer:
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                writer.add_entry(entry)
+        written.append(writer.to_manifest_file())
+    manifest_list = os.path.join(root, "metadata", f"snap-{SNAPSHOT_ID}.avro")
+    with write_manifest_list(2, io.new_output(manifest_list), SNAPSHOT_ID, None, 1,
+                             "deflate") as lists:
+        lists.add_manifests(written)
+    with open(source_metadata) as f:
+        text = f.read().replace(snapshot.manifest_list, manifest_list)
+    with open(metadata_file, "w") as f:
+        f.write(text)
+    with open(os.path.join(root, "DONE"), "w") as f:
+        f.write("ok\n")
+    print(f"  rewrote {len(written)} manifests with pyiceberg's writer to {root} in "
+          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return metadata_file
+
+
+def build_java_layout(source_root: str, warehouse: str, files: int, manifests: int) -> str:
+    """A copy of the table whose manifests the Java reference rewrote (``rewrite_manifests``,
+    about as many manifests as the source); return its metadata file."""
+    root = os.path.join(warehouse, "db", "t")
+    done = os.path.join(root, "DONE")
+    if not os.path.exists(done):
+        import shutil  # noqa: PLC0415
+
+        from tools.javaref.client import JavaReference  # noqa: PLC0415
+
+        started = time.perf_counter()
+        shutil.rmtree(warehouse, ignore_errors=True)
+        build_table(root, files, manifests)  # the same table, at the hadoop catalog's place
+        with open(os.path.join(root, "metadata", "version-hint.text"), "w") as f:
+            f.write("1")
+        size = sum(os.path.getsize(os.path.join(source_root, "metadata", f"m{m}.avro"))
+                   for m in range(manifests)) // manifests
+        java = JavaReference(Path(warehouse), Path(warehouse) / "javaref.log")
+        try:
+            java.sql("ALTER TABLE ref.db.t SET TBLPROPERTIES "
+                     f"('commit.manifest.target-size-bytes'='{size}')")
+            java.sql("CALL ref.system.rewrite_manifests(table => 'db.t', use_caching => false)")
+        finally:
+            java.close()
+        with open(done, "w") as f:
+            f.write("ok\n")
+        print(f"  the Java reference rewrote the manifests of {root} in "
+              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    with open(os.path.join(root, "metadata", "version-hint.text")) as f:
+        version = f.read().strip()
+    return os.path.join(root, "metadata", f"v{version}.metadata.json")
+
+
+JAVA_PLANNER = """
+import time
+jvm = spark._jvm
+io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(spark._jsc.hadoopConfiguration())
+table = jvm.org.apache.iceberg.BaseTable(
+    jvm.org.apache.iceberg.StaticTableOperations(METADATA, io), "bench")
+E = jvm.org.apache.iceberg.expressions.Expressions
+size = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size
+filters = {
+    "full": None,
+    "partition": getattr(E, "and")(E.greaterThanOrEqual("c3", "2024-01-11T00:00:00+00:00"),
+                                   E.lessThan("c3", "2024-01-14T00:00:00+00:00")),
+    "metrics": getattr(E, "and")(E.greaterThanOrEqual("c5", 500000), E.lessThan("c5", 510000)),
+}
+def plan(f):
+    scan = table.newScan() if f is None else table.newScan().filter(f)
+    return size(scan.planFiles())
+result = {}
+for name, f in filters.items():
+    started = time.perf_counter(); count = plan(f); first = time.perf_counter() - started
+    for _ in range(WARMUP):
+        plan(f)
+    times = []
+    for _ in range(REPEAT):
+        started = time.perf_counter(); count = plan(f); times.append(time.perf_counter() - started)
+    result[name] = {"seconds": min(times), "files": count, "first": first}
+"""
+
+
+def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5) -> dict[str, Any]:
+    """The Java reference planning each scan of ``metadata_file`` (through a static table:
+    its own manifest reading, worker pool and JIT), after ``warmup`` untimed runs per scan."""
+    from tools.javaref.client import JavaReference  # noqa: PLC0415
+
+    home = os.path.dirname(os.path.dirname(metadata_file))
+    java = JavaReference(Path(home), Path(home) / "javaref-planning.log")
+    try:
+        code = (f"METADATA = {metadata_file!r}\nREPEAT = {repeat}\nWARMUP = {warmup}\n"
+                + JAVA_PLANNER)
+        result: dict[str, Any] = java.python(code)
+    finally:
+        java.close()
+    return result
+
+
 # ----------------------------------------------------------------------------- workers
 
 
@@ -141,7 +266,8 @@ def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
 
     with open(metadata_file) as f:
         md = table_metadata_from_json(f.read())
-    io = ArrowFileIO()
+    io = ArrowFileIO({"io.manifest.cache-enabled": os.environ.get("BENCH_CACHE", "true"),
+                      "io.manifest.cache.max-total-bytes": str(4 << 30)})
 
     def plan(row_filter: str | None) -> int:
         scan = TableScan(md, io) if row_filter is None else TableScan(md, io, row_filter)
@@ -202,12 +328,30 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
 # ----------------------------------------------------------------------------- report
 
 
+LAYOUTS = ("icepark", "pyiceberg", "java")
+
+
+def layout_metadata(layout: str, cache: str, files: int, manifests: int) -> str:
+    source = table_path(cache, files, manifests)
+    metadata_file = build_table(source, files, manifests)
+    if layout == "pyiceberg":
+        return build_pyiceberg_layout(metadata_file, f"{source}-pyiceberg")
+    if layout == "java":
+        return build_java_layout(source, f"{source}-java", files, manifests)
+    return metadata_file
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true",
                         help="also the 1,000,000-file table (about a minute to write once)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", default="/tmp/icepark-bench-planning")
+    parser.add_argument("--layouts", default=",".join(LAYOUTS),
+                        help="whose writers wrote the manifests (icepark, pyiceberg, java)")
+    parser.add_argument("--java", action="store_true",
+                        help="also time the Java reference's planning (its own environment)")
+    parser.add_argument("--no-pyiceberg", action="store_true", help="skip timing pyiceberg")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "METADATA"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -218,37 +362,45 @@ def main() -> None:
     rows: list[str] = []
     for size in sizes:
         files, manifests = SIZES[size]
-        metadata_file = build_table(table_path(args.cache, files, manifests), files, manifests)
-        runs = {"default": run_worker("icepark", metadata_file, args.repeat),
-                "one process": run_worker("icepark", metadata_file, args.repeat,
-                                          ICEPARK_PLANNING_WORKERS="1")}
-        theirs = run_worker("pyiceberg", metadata_file, args.repeat)
-        for name in FILTERS:
-            b = theirs[name]
-            for mode, ours in runs.items():
-                a = ours[name]
-                if a["files"] != b["files"]:
-                    print(f"WARNING {size} {name}: icepark planned {a['files']} files, "
-                          f"pyiceberg {b['files']}", file=sys.stderr)
-                rows.append(f"| {files:,} / {manifests:,} | {name} | {mode} | {a['files']:,} | "
-                            f"{a['seconds']:.2f} | {b['seconds']:.2f} | "
-                            f"**{b['seconds'] / a['seconds']:.1f}x** | {a['cpu']:.2f} | "
-                            f"{b['cpu']:.2f} | {b['cpu'] / a['cpu']:.1f}x | {a['first']:.2f} | "
-                            f"{b['first']:.2f} | {b['first'] / a['first']:.1f}x |")
-        for mode, ours in runs.items():
-            workers = (f" (+ workers {ours['children_rss_mb']:.0f} each)"
-                       if ours["children_rss_mb"] else "")
-            rows.append(f"| {files:,} / {manifests:,} | peak RSS MB | {mode} | | "
-                        f"{ours['rss_mb']:.0f}{workers} | {theirs['rss_mb']:.0f} "
-                        f"| {theirs['rss_mb'] / ours['rss_mb']:.1f}x less | | | | | | |")
-    print(f"\nScan planning, best of {args.repeat}: seconds to list the planned files "
-          f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; CPU counts "
-          "every thread and icepark's worker processes)\n")
-    print("| files / manifests | scan | icepark planning | files planned | icepark wall "
-          "| pyiceberg wall | speedup | icepark CPU | pyiceberg CPU | CPU ratio | icepark first "
-          "| pyiceberg first | first-run speedup |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: |")
+        for layout in args.layouts.split(","):
+            metadata_file = layout_metadata(layout, args.cache, files, manifests)
+            runs = {"cached": run_worker("icepark", metadata_file, args.repeat,
+                                         ICEPARK_PLANNING_WORKERS="1"),
+                    "uncached": run_worker("icepark", metadata_file, args.repeat,
+                                           ICEPARK_PLANNING_WORKERS="1", BENCH_CACHE="false")}
+            theirs = (None if args.no_pyiceberg
+                      else run_worker("pyiceberg", metadata_file, args.repeat))
+            java = java_planner_times(metadata_file, args.repeat) if args.java else None
+            for name in FILTERS:
+                cached, uncached = runs["cached"][name], runs["uncached"][name]
+                cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
+                         f"{uncached['seconds']:.3f}", f"{cached['seconds']:.3f}"]
+                for other in (theirs, java):
+                    if other is None:
+                        cells += ["", "", ""]
+                        continue
+                    b = other[name]
+                    if b["files"] != cached["files"]:
+                        print(f"WARNING {size} {layout} {name}: icepark planned "
+                              f"{cached['files']} files, the peer {b['files']}",
+                              file=sys.stderr)
+                    cells += [f"{b['seconds']:.3f}",
+                              f"{b['seconds'] / uncached['seconds']:.2f}x",
+                              f"**{b['seconds'] / cached['seconds']:.2f}x**"]
+                rows.append("| " + " | ".join(cells) + " |")
+            rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
+                        f"{runs['uncached']['rss_mb']:.0f} | {runs['cached']['rss_mb']:.0f} | "
+                        + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
+                        + " | | |")
+    print(f"\nScan planning in one process (as in a Spark driver), best of {args.repeat}: "
+          f"seconds to list the planned files ({os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}). icepark uncached: every scan decodes the manifests "
+          "(io.manifest.cache-enabled=false); cached: repeated scans reuse the decoded "
+          "manifests (the default). Java: the reference after 5 warm-up runs per scan.\n")
+    print("| files | manifests by | scan | files planned | icepark uncached | icepark cached "
+          "| pyiceberg | vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | "
+          "vs Java (uncached) | vs Java (cached) |")
+    print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

@@ -382,7 +382,9 @@ class _BoundedStream:
     def __init__(self, stream: Any, size: int) -> None:
         self._stream, self._size = stream, size
 
-    def read(self, n: int = -1) -> Any:
+    def read(self, n: int | None = None) -> Any:  # as pyarrow's: no size reads the rest
+        if n is None:
+            return self._stream.read()
         if n > self._size:
             raise Unbounded(f"read({n}) of a {self._size}-byte file: allocates first")
         return self._stream.read(n)

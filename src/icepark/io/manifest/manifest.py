@@ -49,12 +49,14 @@ from icepark.io.avro.file import (
     LEVEL_PROPERTY,
     AvroWriter,
     avro_codec,
+    coalesced,
     open_blocks,
     open_reader,
 )
 from icepark.io.avro.schema import to_avro
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import codec
+from icepark.io.manifest.cache import ManifestCache, estimate_bytes
 from icepark.io.manifest.decoder import DECODING_ERRORS, EntryDecoder
 from icepark.io.manifest.reader import (
     ALL_STATS,
@@ -341,11 +343,15 @@ def read_manifest_blocks(file_io: FileIO, manifest: ManifestFile, *,
                          discard_deleted: bool = False, stats: Stats = ALL_STATS,
                          partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
                          metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
-                         row_ids: bool = True) -> Iterator[list[ManifestEntry]]:
+                         row_ids: bool = True, cache: ManifestCache | None = None
+                         ) -> Iterator[list[ManifestEntry]]:
     """:func:`read_manifest`'s entries a list at a time (those of one Avro block, or up to
-    1,000): for planners, which go through every entry of every manifest."""
-    return _blocks(file_io, manifest, specs_by_id, discard_deleted, stats,
-                   (partition_filter, metrics_filter), files_only=False, row_ids=row_ids)
+    1,000): for planners, which go through every entry of every manifest. With ``cache``, the
+    manifest's decoded entries are taken from it, or decoded and kept there
+    (:mod:`icepark.io.manifest.cache`); the lists must not be changed."""
+    return _cached_blocks(cache, file_io, manifest, specs_by_id, discard_deleted, stats,
+                          (partition_filter, metrics_filter), files_only=False,
+                          row_ids=row_ids)
 
 
 def read_manifest_files(file_io: FileIO, manifest: ManifestFile, *,
@@ -353,12 +359,38 @@ def read_manifest_files(file_io: FileIO, manifest: ManifestFile, *,
                         stats: Stats = ALL_STATS,
                         partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
                         metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
-                        row_ids: bool = True) -> Iterator[list[DataFile]]:
+                        row_ids: bool = True, cache: ManifestCache | None = None
+                        ) -> Iterator[list[DataFile]]:
     """The data files of the live entries of :func:`read_manifest_blocks`, without the
     entries: for planners that need no snapshot IDs or sequence numbers (no delete files
-    apply), which then are not decoded."""
-    return _blocks(file_io, manifest, specs_by_id, True, stats,
-                   (partition_filter, metrics_filter), files_only=True, row_ids=row_ids)
+    apply), which then are not decoded. ``cache`` as for :func:`read_manifest_blocks`."""
+    return _cached_blocks(cache, file_io, manifest, specs_by_id, True, stats,
+                          (partition_filter, metrics_filter), files_only=True, row_ids=row_ids)
+
+
+def _cached_blocks(cache: ManifestCache | None,  # noqa: PLR0917 - two callers
+                   file_io: FileIO, manifest: ManifestFile,
+                   specs_by_id: Mapping[int, PartitionSpec] | None, discard_deleted: bool,
+                   stats: Stats, filters: _Filters, *, files_only: bool,
+                   row_ids: bool) -> Iterator[list[Any]]:
+    """:func:`_blocks` through ``cache``: what it holds for the manifest decoded this way, or
+    the manifest decoded without filters and kept; the filters are applied to the result."""
+    if cache is None:
+        return _blocks(file_io, manifest, specs_by_id, discard_deleted, stats, filters,
+                       files_only=files_only, row_ids=row_ids)
+    row_ids = row_ids and manifest.first_row_id is not None
+    key = (manifest.manifest_path, manifest.manifest_length, manifest.partition_spec_id,
+           (specs_by_id or {}).get(manifest.partition_spec_id), manifest.added_snapshot_id,
+           manifest.sequence_number, manifest.first_row_id if row_ids else None, stats,
+           discard_deleted, files_only, row_ids)
+    blocks = cache.get(key)
+    if blocks is None:
+        blocks = list(_blocks(file_io, manifest, specs_by_id, discard_deleted, stats,
+                              (None, None), files_only=files_only, row_ids=row_ids))
+        cache.put(key, blocks, estimate_bytes(blocks))
+    if filters == (None, None):
+        return iter(blocks)
+    return _filtered(iter(blocks), filters, files_only)
 
 
 def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two callers
@@ -395,8 +427,8 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
             return iter(lambda: [e.data_file for e in itertools.islice(
                 generic, _GENERIC_BATCH)], [])
         return iter(lambda: list(itertools.islice(generic, _GENERIC_BATCH)), [])
-    return _entries(stream, compiled, opened.blocks, manifest, discard_deleted, filters,
-                    row_ids)
+    return _entries(stream, compiled, coalesced(opened.blocks), manifest, discard_deleted,
+                    filters, row_ids)
 
 
 def _filtered(blocks: Iterator[list[Any]], filters: _Filters,

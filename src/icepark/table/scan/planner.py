@@ -21,6 +21,8 @@ every column's.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -41,6 +43,7 @@ from icepark.expressions import (
     unbind,
 )
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.cache import ManifestCache, configured_cache
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest.reader import ALL_STATS, Stats
 from icepark.io.preloaded import PreloadedFileIO
@@ -145,6 +148,10 @@ class ManifestPlanner:
         self._metrics = None if self.always_true else InclusiveMetricsEvaluator(
             schema, row_filter, case_sensitive).eval
         self._cannot_match = None if self.always_true else metrics_prefilter(bound)
+        self.cache: ManifestCache | None = configured_cache(
+            getattr(file_io, "properties", None) or {})
+        """Where decoded manifests are kept across scans (:mod:`icepark.io.manifest.cache`),
+        when this process decodes them; None if the FileIO properties disable it."""
 
     def spec(self, manifest: ManifestFile) -> PartitionSpec:
         spec = self.specs.get(manifest.partition_spec_id)
@@ -243,7 +250,7 @@ class ManifestPlanner:
                     stats=stats or self.data_stats(_NO_DELETES),
                     partition_filter=self._partition_gate(manifest),
                     metrics_filter=self._cannot_match if metrics else None,
-                    row_ids=self.row_lineage, **options)
+                    row_ids=self.row_lineage, cache=self.cache, **options)
 
     def _matching(self, files: list[DataFile], items: list[T], metrics: bool) -> list[T]:
         """The ``items`` (entries or the files themselves) of ``files`` that have rows and
@@ -355,18 +362,31 @@ class ManifestPlanner:
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
 
-        def read(m: ManifestFile) -> tuple[ManifestFile, bytes]:
+        cache = self.cache
+
+        def read(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
+            if cache is not None and cache.holds(m.manifest_path):
+                return m, None  # most likely decoded already: read only if it is not
             return m, self.file_io.new_input(m.manifest_path).read()
 
-        def decode(job: tuple[ManifestFile, bytes]) -> list[FileScanTask]:
+        def decode(job: tuple[ManifestFile, bytes | None], planner: ManifestPlanner = self
+                   ) -> list[FileScanTask]:
             manifest, content = job  # decoded from memory: a worker opens no file system
+            if content is None:
+                return planner.tasks(manifest, index, added_by)
             preloaded = PreloadedFileIO(self.file_io, {manifest.manifest_path: content})
-            return self.tasks(manifest, index, added_by, preloaded)
+            return planner.tasks(manifest, index, added_by, preloaded)
 
         results: Iterator[list[FileScanTask]]
-        if self.workers > 1 and len(data) > 1 and work >= PROCESS_MIN_BYTES and can_fork():
-            # read in this thread: read-ahead threads would be running when workers fork
-            results = map_tasks(decode, map(read, data), self.workers)
+        cached = cache is not None and all(cache.holds(m.manifest_path) for m in data)
+        if (self.workers > 1 and len(data) > 1 and work >= PROCESS_MIN_BYTES and not cached
+                and can_fork()):
+            # read in this thread: read-ahead threads would be running when workers fork;
+            # what forked workers decode is gone with them: they keep no cache
+            uncached = copy.copy(self)
+            uncached.cache = None
+            results = map_tasks(functools.partial(decode, planner=uncached), map(read, data),
+                                self.workers)
         elif len(data) > 1:  # read ahead on threads: waits on storage do not hold the GIL
             results = map(decode, parallel_map(read, data))
         else:
