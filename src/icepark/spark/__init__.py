@@ -4,6 +4,7 @@
     spark = ips.build_session()
     ips.write(df, "db.events", mode="append", create=True, partition_by=["day(ts)"])
     ips.read(spark, "db.events", row_filter="kind = 'click'", columns=["id", "ts"])
+    ips.register_views(spark, namespace="db")   # SQL: spark.sql("SELECT ... FROM events")
     ips.delete(spark, "db.events", "kind = 'spam'")
     ips.update(spark, "db.events", set={"kind": "'view'"}, where="kind = 'impression'")
     ips.merge("db.events", changes, on="t.id = s.id").when_matched_update_all() \
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from icepark.spark.maintenance.stats import compute_partition_stats, compute_table_stats
     from icepark.spark.progress import Progress, ProgressCallback
     from icepark.spark.progress import track as track_progress
+    from icepark.spark.reader.views import register_views
     from icepark.spark.rowlevel.assignments import Value
     from icepark.spark.rowlevel.delete import DeleteResult
     from icepark.spark.rowlevel.merge import MergeBuilder, MergeResult
@@ -96,6 +98,7 @@ _LAZY = {  # name -> (module, name there)
     "build_session": ("icepark.spark.session", "build_session"),
     "migrate": ("icepark.spark.imports", "migrate"),
     "register_datasource": ("icepark.spark.datasource.source", "register"),
+    "register_views": ("icepark.spark.reader.views", "register_views"),
     "session_catalog": ("icepark.spark.tables", "session_catalog"),
     "snapshot": ("icepark.spark.imports", "snapshot"),
     "to_iceberg": ("icepark.spark.schema", "to_iceberg"),
@@ -369,6 +372,7 @@ __all__ = [
     "read",
     "read_incremental",
     "register_datasource",
+    "register_views",
     "remove_orphan_files",
     "rewrite_data_files",
     "rewrite_manifests",
