@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from icepark.errors import AlreadyExists, FileNotFound, UnsupportedFeature
+from icepark.errors import AlreadyExists, FileNotFound, UnsupportedFeature, ValidationError
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +127,20 @@ def s3_options(properties: Mapping[str, str]) -> dict[str, Any]:
     """``S3FileSystem`` keyword arguments from FileIO properties.
 
     An ``s3.endpoint`` with an ``http://`` or ``https://`` prefix also sets the scheme.
+    Addressing: ``s3.path-style-access=true`` (the Iceberg FileIO property) puts the bucket in
+    the path (``http://host/bucket/key``, as MinIO and most S3-compatible servers need);
+    ``s3.force-virtual-addressing=true`` puts it in the host name (``bucket.host``); with
+    neither, pyarrow's default: virtual-hosted on AWS, path-style with an ``s3.endpoint``.
 
     >>> s3_options({"s3.endpoint": "http://localhost:9000", "s3.region": "eu-west-1"})
     {'region': 'eu-west-1', 'endpoint_override': 'localhost:9000', 'scheme': 'http'}
+    >>> s3_options({"s3.path-style-access": "true"})
+    {'force_virtual_addressing': False}
+    >>> s3_options({"s3.path-style-access": "true", "s3.force-virtual-addressing": "true"})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    icepark.errors.ValidationError: s3.path-style-access=true and ... contradict each other...
     """
     options: dict[str, Any] = {}
     for prop, keyword in _S3_OPTIONS.items():
@@ -144,9 +155,31 @@ def s3_options(properties: Mapping[str, str]) -> dict[str, Any]:
             if endpoint.startswith(f"{scheme}://"):
                 options["endpoint_override"] = endpoint.removeprefix(f"{scheme}://")
                 options["scheme"] = scheme
-    if properties.get("s3.force-virtual-addressing", "").lower() == "true":
+    virtual = _flag(properties, "s3.force-virtual-addressing")
+    path_style = _flag(properties, "s3.path-style-access")
+    if virtual and path_style:
+        raise ValidationError("s3.path-style-access=true and s3.force-virtual-addressing=true "
+                              "contradict each other: set one")
+    if virtual:
         options["force_virtual_addressing"] = True
+    elif path_style:
+        options["force_virtual_addressing"] = False
     return options
+
+
+def _flag(properties: Mapping[str, str], key: str) -> bool:
+    """A boolean FileIO property (absent: false)."""
+    value = properties.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValidationError(f"Invalid FileIO property {key}={value!r}: use true or false")
+    return value == "true"
+
+
+def file_io_properties(file_io: FileIO) -> dict[str, str]:
+    """The properties that configure ``file_io`` (an :class:`ArrowFileIO`'s; none for another
+    FileIO): what a Spark task needs to open the same files with ``ArrowFileIO(properties)``.
+    They may hold credentials: never log or show them."""
+    return file_io.properties if isinstance(file_io, ArrowFileIO) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +205,11 @@ class ArrowFileIO:
 
     def __repr__(self) -> str:
         return f"ArrowFileIO(<{len(self._properties)} properties>)"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The FileIO properties (a copy; they may hold credentials: do not log them)."""
+        return dict(self._properties)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"properties": self._properties}

@@ -49,6 +49,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
+from icepark.io.fileio import file_io_properties
 from icepark.spark.connect import tolerate_command_metrics
 from icepark.spark.datasource.options import ReadOptions, WriteOptions
 from icepark.spark.datasource.reader import IcebergReader, open_scan, spark_schema
@@ -123,7 +124,8 @@ class IcebergWriter(DataSourceArrowWriter):
             row_filter = as_expr(options.overwrite_filter)
         self.row_filter = row_filter
         self.start_snapshot_id = head_id(metadata, options.branch)
-        self.task: WriteTask = new_task(metadata, row_filter=row_filter)
+        self.task: WriteTask = new_task(metadata, row_filter=row_filter,
+                                        io_properties=file_io_properties(table.io))
 
     def write(self, iterator: Iterator[Any]) -> DataFilesMessage:
         return DataFilesMessage(tuple(write_batches(self.task, iterator)))

@@ -38,6 +38,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from icepark.errors import ValidationError
+from icepark.io.fileio import file_io_properties
 from icepark.spark.datasource.options import WriteOptions
 from icepark.spark.writer.columns import EVOLVE_SCHEMA, check_schema
 from icepark.spark.writer.tasks import WriteTask, write_batches
@@ -69,10 +70,11 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
                 "(outputMode 'complete'); overwrite-filter and overwrite-mode are for batch "
                 "writes")
         self.options = options
-        metadata = options.catalog.load_table().metadata
+        table = options.catalog.load_table()
+        metadata = table.metadata
         check_schema(schema, metadata.schema(), extra=EVOLVE_SCHEMA)
         self.mode = "overwrite" if overwrite else "append"
-        self.task: WriteTask = new_task(metadata)
+        self.task: WriteTask = new_task(metadata, io_properties=file_io_properties(table.io))
 
     def write(self, iterator: Iterator[Any]) -> StreamFilesMessage:
         from pyspark import TaskContext  # noqa: PLC0415 - only meaningful inside a task

@@ -29,7 +29,9 @@ the nanoseconds (:mod:`icepark.spark.nanos`). ``unknown`` reads as ``NullType`` 
 ``variant`` as ``VariantType`` (shredded files too, by Spark's own reader), ``geometry`` and
 ``geography`` as Spark's spatial types or WKB binary (:mod:`icepark.spark.geo`).
 
-Deletion vectors are decoded in Spark tasks and applied as position deletes are. Not
+Deletion vectors are decoded in Spark tasks and applied as position deletes are. Files Spark
+cannot open (``s3://`` on stock PySpark, :mod:`icepark.spark.storage`) are read by icepark's
+Arrow reader in Python tasks, with the row filter pruning row groups there too. Not
 supported (raise :class:`~icepark.errors.UnsupportedFeature`): non-Parquet data and delete
 files; an equality delete column dropped from the table while nested in a struct.
 """
@@ -129,7 +131,8 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan, mode: ReadMode,
             if metadata else layout.fields))
     scanned = scan_rows(spark, table, tasks, full, names,
                         condition=condition if isinstance(condition, Column) else None,
-                        case_sensitive=scan.case_sensitive, metadata_columns=metadata)
+                        case_sensitive=scan.case_sensitive, metadata_columns=metadata,
+                        row_filter=scan.row_filter)
     extended = scanned.schema
     df = scanned.rows.select(*read_columns(extended, timestamp_ns=nanos), *metadata)
     return df.select(*(_conform(F.col(quote(f.name)), f.field_type,

@@ -28,11 +28,16 @@ field IDs; the per-file values come from a small broadcast table. Rows are tied 
 joining their raw ``_metadata.file_path`` with a small broadcast table of Spark's path strings
 per planned file, after the ``condition`` (when given) has dropped the rows it does not keep:
 no string work per row.
+
+Where Spark cannot open the files (an object store without its Hadoop connector:
+:func:`icepark.spark.storage.data_path`), the same rows, columns and metadata columns come from
+icepark's Arrow reader in Python tasks instead (:mod:`icepark.spark.reader.arrow_rows`), which
+applies the delete files itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -41,11 +46,14 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import UnsupportedFeature, ValidationError
+from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
 from icepark.spark.paths import spark_file_paths, spark_location
+from icepark.spark.reader.arrow_rows import arrow_rows
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
 from icepark.spark.reader.files import group_columns, group_files
 from icepark.spark.schema import read_schema
+from icepark.spark.storage import data_path, unopenable
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_FIELDS, ROW_ID
@@ -84,13 +92,15 @@ class ScanRows:
 def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
               schema: Schema, names: Sequence[str], *, condition: Column | None = None,
               positions: bool = False, case_sensitive: bool = True,
-              metadata_columns: Sequence[str] = ()) -> ScanRows:
+              metadata_columns: Sequence[str] = (), row_filter: Expr | None = None) -> ScanRows:
     """The rows of ``tasks``' data files that none of their delete files deletes, with the
     columns ``names`` (full dotted names of ``schema``, ``*`` for all), kept only where
     ``condition`` (a Spark condition over those columns) is true; with ``positions``, each row
     also has its file's number and its position in the file; ``metadata_columns`` (of
     :data:`METADATA_COLUMNS`) are added last, by name. The lineage columns need the tasks to
-    be planned with ``row_lineage`` (their data sequence numbers).
+    be planned with ``row_lineage`` (their data sequence numbers). ``row_filter``, if given,
+    is ``condition`` as an Iceberg expression over ``schema``: the Python data path
+    (:mod:`icepark.spark.reader.arrow_rows`) prunes row groups with it.
 
     Raises :class:`~icepark.errors.UnsupportedFeature` for a non-Parquet data or delete file.
     """
@@ -127,13 +137,31 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
         empty = T.StructType([*read_schema(extended).fields, *extra])
         return ScanRows(spark.createDataFrame([], empty), extended, ())
 
+    if data_path(spark, _locations(files.values(), deletes)) == "python":
+        seqs = {t.data_file.file_path: t.data_sequence_number for t in tasks}
+        rows = arrow_rows(spark, table, extended,
+                          [(f, tuple(deletes[p]), seqs.get(p)) for p, f in files.items()],
+                          full_schema=schema, positions=positions,
+                          metadata_columns=metadata_columns,
+                          metadata_fields=[_metadata_field(n) for n in metadata_columns],
+                          row_filter=ALWAYS_TRUE if row_filter is None or condition is None
+                          else row_filter, case_sensitive=case_sensitive)
+        return ScanRows(rows if condition is None else rows.filter(condition), extended,
+                        tuple(files.values()))
+
     tagged = positions or any(deletes.values()) or bool(metadata_columns)
     specs = {s.spec_id: s for s in metadata.partition_specs}
     mapping = name_mapping_from_properties(metadata.properties)
     frames, forms = [], {}
     for group in group_files(table.io, list(files.values()), read, specs, mapping):
-        raw = spark.read.schema(group.read_type).parquet(
-            *(spark_location(p) for p in group.paths))
+        try:
+            raw = spark.read.schema(group.read_type).parquet(
+                *(spark_location(p) for p in group.paths))
+        except Exception as e:
+            typed = unopenable(e, group.paths[0])
+            if typed is None:
+                raise
+            raise typed from None
         columns = group_columns(group, read)
         if tagged:
             forms.update(spark_file_paths(raw))
@@ -152,6 +180,15 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
         if not positions:
             df = df.drop(FILE_NUMBER, ROW_POSITION)
     return ScanRows(df, extended, tuple(files.values()))
+
+
+def _locations(files: Iterable[DataFile], deletes: Mapping[str, Sequence[DataFile]]
+               ) -> Iterator[str]:
+    """The locations of the data files and their delete files."""
+    for f in files:
+        yield f.file_path
+        for d in deletes.get(f.file_path, ()):
+            yield d.file_path
 
 
 def _metadata_field(name: str) -> T.StructField:

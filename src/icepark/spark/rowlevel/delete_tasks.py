@@ -64,7 +64,8 @@ class PositionDeleteTask:
     specs: Mapping[int, PartitionSpec]
     groups: tuple[tuple[int, tuple[Any, ...]], ...]
     """(spec ID, partition tuple) of each group, by :data:`GROUP_COLUMN` value."""
-    io_properties: Mapping[str, str] = field(default_factory=dict)
+    io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The FileIO properties of the table (may hold credentials: not in the ``repr``)."""
 
     def file_io(self) -> FileIO:
         return ArrowFileIO(self.io_properties)

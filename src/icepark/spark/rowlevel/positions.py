@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
+from icepark.io.fileio import file_io_properties
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import (
@@ -40,7 +41,6 @@ from icepark.spark.session import default_parallelism
 from icepark.spark.writer.data_files import RECORDS
 from icepark.spark.writer.tasks import delete_job_files
 from icepark.spec.manifest import DataFile, FileContent
-from icepark.spec.metadata import TableMetadata
 from icepark.table.scan.delete_index import referenced_data_file
 from icepark.table.scan.tasks import FileScanTask
 from icepark.table.table import Table
@@ -83,7 +83,7 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         job = (sorted_positions(spark, positions, files, tasks, None, planned_whole)
                .mapInArrow(dv_tasks.map_function(dv), RECORDS))
     else:
-        pos = _position_task(metadata, tasks)
+        pos = _position_task(table, tasks)
         job_id, data_path = pos.job_id, pos.data_path
         job = (sorted_positions(spark, positions, files, tasks, pos, planned_whole)
                .mapInArrow(delete_tasks.map_function(pos), RECORDS))
@@ -129,16 +129,17 @@ def _vector_task(table: Table, tasks: Sequence[FileScanTask]) -> DeletionVectorT
         file_io=table.io)
 
 
-def _position_task(metadata: TableMetadata, tasks: Sequence[FileScanTask]
-                   ) -> PositionDeleteTask:
+def _position_task(table: Table, tasks: Sequence[FileScanTask]) -> PositionDeleteTask:
     """The task value of a position delete job (v2), with one (spec, partition) group per
-    partition of ``tasks``."""
+    partition of ``tasks``; its files are written through the table's FileIO."""
+    metadata = table.metadata
     return PositionDeleteTask(
         job_id=str(uuid.uuid4()), table_location=metadata.location,
         properties=dict(metadata.properties), schema=metadata.schema(),
         specs={s.spec_id: s for s in metadata.partition_specs},
         groups=tuple(dict.fromkeys((t.data_file.spec_id, tuple(t.data_file.partition))
-                                   for t in tasks)))
+                                   for t in tasks)),
+        io_properties=file_io_properties(table.io))
 
 
 def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to group them

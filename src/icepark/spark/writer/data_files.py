@@ -8,7 +8,9 @@ spec, and returns the records of the files with the means to delete them. It doe
 (:mod:`icepark.spark.rowlevel.delete`) commit the files in their own snapshots.
 
 Spec, Appendix A, *Parquet*: "Column IDs are required." The writer is chosen by
-:func:`icepark.spark.writer.native.ineligibility`:
+:func:`icepark.spark.writer.native.ineligibility` and by whether Spark can open the table's
+data path (:func:`icepark.spark.storage.data_path`: an object store without its Hadoop
+connector cannot be written by Spark's writer):
 
 * the **native writer** (:class:`~icepark.spark.writer.native.NativeWriteJob`, Spark's own
   Parquet writer) where it gives every column its field ID and Appendix A type; the driver
@@ -16,7 +18,8 @@ Spec, Appendix A, *Parquet*: "Column IDs are required." The writer is chosen by
   ``maxRecordsPerFile`` (:mod:`icepark.spark.writer.file_size`);
 * the **Python-worker writer** otherwise: the rows are distributed and sorted
   (:func:`distribute`) and ``mapInArrow`` tasks (:mod:`icepark.spark.writer.tasks`) write the
-  files and return pickled ``DataFile`` records.
+  files through the table's FileIO (its properties travel with the task) and return pickled
+  ``DataFile`` records.
 
 Cleanup contract: if the write itself fails, every file of the job is deleted (found by the job
 UUID in the file names, or the native job's directory) before the error is raised; a task's
@@ -39,8 +42,9 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
-from icepark.io.fileio import FileIO
+from icepark.io.fileio import FileIO, file_io_properties
 from icepark.spark.layout import file_columns
+from icepark.spark.storage import data_path
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.distribution import distributed
 from icepark.spark.writer.file_size import max_records_per_file
@@ -100,15 +104,18 @@ def write_data_files(
     ``row_filter``: every row must match it (checked in the Python workers). ``snapshot``: the
     snapshot the files will be committed on top of, whose data files give the expected row
     size on the native path unless ``row_bytes`` is given. ``io_properties``: FileIO
-    properties of the Python workers. With ``lineage``, ``df`` has the row lineage columns
-    ``_row_id`` and ``_last_updated_sequence_number`` last, and the files store them
+    properties of the Python workers (default: ``file_io``'s). With ``lineage``, ``df`` has
+    the row lineage columns ``_row_id`` and ``_last_updated_sequence_number`` last, and the
+    files store them
     (:func:`icepark.spec.reserved.with_lineage`: rows moved from other files keep their
     lineage).
     """
     schema = with_lineage(metadata.schema()) if lineage else metadata.schema()
     task = new_task(metadata, row_filter=row_filter, presorted=True,
-                    io_properties=io_properties, schema=schema)
-    native = ineligibility(metadata, row_filter) is None
+                    io_properties=file_io_properties(file_io) if io_properties is None
+                    else io_properties, schema=schema)
+    native = (ineligibility(metadata, row_filter) is None
+              and data_path(df.sparkSession, [task.data_path]) == "spark")
     written = WrittenFiles(task.job_id, task.data_path, native, [])
     try:
         if native:

@@ -62,6 +62,7 @@ from icepark.io.fileio import FileIO
 from icepark.io.parquet.data_writer import ParquetWriteOptions
 from icepark.spark import geo
 from icepark.spark.schema import default_column, quote, to_spark
+from icepark.spark.storage import unopenable
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.columns import VALIDATION_PREFIX
 from icepark.spark.writer.distribution import distributed
@@ -215,9 +216,12 @@ class NativeWriteJob:
                 writer.parquet(self.job_dir)
         except Exception as e:
             match = _REQUIRED_NULL.search(str(e))
-            if match is None:
+            if match is not None:
+                raise ValidationError(match.group(0)) from None
+            typed = unopenable(e, self.job_dir)
+            if typed is None:
                 raise
-            raise ValidationError(match.group(0)) from None
+            raise typed from None
         files = collect_data_files(file_io, self.job_dir, self.job_id, schema, spec,
                                    metadata.properties,
                                    None if order.is_unsorted else order.order_id)

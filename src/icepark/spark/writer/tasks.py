@@ -77,7 +77,8 @@ class WriteTask:
     row_filter: Expr | None = None
     """Every row must match it (an overwrite by filter); checked before a file is closed."""
     case_sensitive: bool = True
-    io_properties: Mapping[str, str] = field(default_factory=dict)
+    io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The FileIO properties of the table (may hold credentials: not in the ``repr``)."""
 
     def file_io(self) -> FileIO:
         return ArrowFileIO(self.io_properties)
