@@ -39,7 +39,7 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
 
 LONGEST_FIRST = ("tests/test_readme.py", "tests/connect/test_connect.py",
                  "tests/interop/test_java_reference_v3.py", "tests/spark/test_merge.py",
-                 "tests/examples/test_pipelines.py", "tests/spark/test_compaction_safety.py",
+                 "tests/spark/test_compaction_safety.py",
                  "tests/cluster/test_cluster.py", "tests/spark/test_delete.py",
                  "tests/s3/test_s3_spark.py", "tests/spark/test_sql.py",
                  "tests/spark/test_write_native.py", "tests/cli/test_quickstart.py",

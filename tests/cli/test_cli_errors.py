@@ -41,8 +41,9 @@ def _remedy_options() -> set[str]:
     return found
 
 
-API_ONLY = {"update_schema().union_by_name()"}
-"""Remedies of errors the CLI never raises (the ``icepark`` data source's)."""
+API_ONLY = {"update_schema().union_by_name()", "replace=True"}
+"""Remedies of errors the CLI never raises (the ``icepark`` data source's, and
+``ips.register_views``'s for a view that exists)."""
 
 
 def test_every_remedy_has_a_cli_spelling() -> None:

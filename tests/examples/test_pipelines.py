@@ -21,7 +21,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 SPARK_PIPELINES = Path(sys.executable).parent / "spark-pipelines"
 STORAGE = "file:///tmp/icepark-example-pipeline/storage"
 
-pytestmark = pytest.mark.spark
+# Two `spark-pipelines run`s, each starting its own Spark Connect server: about four minutes
+# on a loaded 2-core machine, which the 30-minute suite cannot afford beside the Connect,
+# cluster and S3 tests; `make test-slow` runs it.
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _run(args: list[str], folder: Path, env: dict[str, str]) -> str:
