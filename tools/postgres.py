@@ -10,11 +10,12 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from tools.ports import free_port
 
 BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
 
@@ -26,12 +27,6 @@ def available() -> str | None:
     if shutil.which("runuser") is None or os.geteuid() != 0:
         return "needs root and runuser to run PostgreSQL as 'postgres'"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_postgres(*args: str) -> None:
@@ -63,7 +58,7 @@ def postgres_server(max_connections: int = 200) -> Iterator[Server]:
     bindir = BIN[-1]
     data = tempfile.mkdtemp(prefix="icepark-pg-")
     shutil.chown(data, "postgres", "postgres")
-    port = _free_port()
+    port = free_port()
     _as_postgres(f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres")
     _as_postgres(f"{bindir}/pg_ctl", "-D", data, "-w", "-l", f"{data}/log", "-o",
                  f"-p {port} -k {data} -c listen_addresses=127.0.0.1 "

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,19 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.ports import free_port, listening
+
 REGION = "us-east-1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @dataclass(frozen=True)
@@ -79,7 +68,7 @@ def s3_server() -> Iterator[S3Server]:
     """Start a server (its state in memory, its log in a temporary folder); stop it on exit."""
     import boto3  # noqa: PLC0415 - a test dependency
 
-    port = _free_port()
+    port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("AWS_", "ICEPARK_"))}
     env["INITIAL_NO_AUTH_ACTION_COUNT"] = "3"
@@ -90,7 +79,7 @@ def s3_server() -> Iterator[S3Server]:
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
         try:
             deadline = time.monotonic() + 60
-            while not _listening(port):
+            while not listening(port):
                 if process.poll() is not None or time.monotonic() > deadline:
                     with open(os.path.join(root, "moto.log"), errors="replace") as f:
                         raise RuntimeError(f"moto's S3 server did not listen on {port}:\n"

@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from tools.ports import free_port, listening
 from tools.s3_server import S3Server, s3_server
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -34,19 +34,6 @@ BRIEF_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 (with them the test took 83 s of CPU time instead of 162 s)."""
 REGISTERED = "Successfully registered with master"
 """What a worker logs once the master has accepted it."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def clean_env(home: Path) -> dict[str, str]:
@@ -133,7 +120,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     """The run's cluster: the master listening, the workers started (see
     :meth:`Cluster.await_workers`); stopped, and its work directories removed, at the end."""
     root = tmp_path_factory.mktemp("spark-cluster")
-    port = _free_port()
+    port = free_port()
     cluster = Cluster(f"spark://127.0.0.1:{port}",
                       tuple(root / f"worker-{i}" for i in range(WORKERS)), root / "logs")
     cluster.logs.mkdir()
@@ -149,7 +136,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
         cluster.start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                        "--port", str(port), "--webui-port", "0"], "master.log", env)
         # a worker that finds no master retries only after 5-15 s: wait for it
-        cluster.wait(lambda: _listening(port), f"the master did not listen on {port}")
+        cluster.wait(lambda: listening(port), f"the master did not listen on {port}")
         for i, work_dir in enumerate(cluster.work_dirs):
             work_dir.mkdir()
             cluster.start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",

@@ -6,7 +6,6 @@ or Connect functions per process, and the test processes hold a classic session.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,22 +14,10 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from tools.ports import free_port, listening
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def server_env(root: Path) -> dict[str, str]:
@@ -47,7 +34,7 @@ def server_env(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("connect-server")
-    port = _free_port()
+    port = free_port()
     env = server_env(root)
     start = SPARK_HOME / "sbin" / "start-connect-server.sh"
     subprocess.run(
@@ -60,7 +47,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env=env, check=True, capture_output=True, timeout=120)
     try:
         deadline = time.monotonic() + 180
-        while not _listening(port):
+        while not listening(port):
             if time.monotonic() > deadline:
                 logs = "\n".join(p.read_text(errors="replace")[-3000:]
                                  for p in (root / "logs").glob("*.out"))
