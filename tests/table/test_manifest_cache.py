@@ -13,6 +13,7 @@ import pytest
 from icepark.errors import FileNotFound, ValidationError
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.cache import (
+    DECODED_PER_MANIFEST_BYTE,
     ENABLED_PROPERTY,
     MANIFEST_CACHE,
     MAX_BYTES_PROPERTY,
@@ -103,6 +104,24 @@ def test_the_cache_stays_within_its_bound(tmp_path: Path) -> None:
     cache.resize(0)
     assert cache.total_bytes == 0 and not cache.holds(manifests[-1].manifest_path)
     assert configured_cache({MAX_BYTES_PROPERTY: "0"}) is None  # a zero bound disables it
+
+
+def test_a_scan_larger_than_the_cache_decodes_without_it(tmp_path: Path) -> None:
+    """Admitting its manifests would only evict them again: the scan is planned as if
+    uncached (its filter skipping entries), and the cache keeps nothing of it."""
+    t = _table(tmp_path)
+    data = [m for m in snapshot_manifests(t.io, t.current())
+            if m.content is ManifestContent.DATA]
+    work = sum(m.manifest_length for m in data)
+    small = ArrowFileIO({MAX_BYTES_PROPERTY: str(work * DECODED_PER_MANIFEST_BYTE - 1)})
+    assert _plan(t, small, None) == _plan(t, UNCACHED, None)  # every data manifest
+    assert not any(MANIFEST_CACHE.holds(m.manifest_path) for m in data)
+    for row_filter in FILTERS:  # (those that skip manifests may fit)
+        assert _plan(t, small, row_filter) == _plan(t, UNCACHED, row_filter)
+    MANIFEST_CACHE.clear()
+    enough = ArrowFileIO({MAX_BYTES_PROPERTY: str(work * DECODED_PER_MANIFEST_BYTE)})
+    assert _plan(t, enough, None) == _plan(t, UNCACHED, None)
+    assert all(MANIFEST_CACHE.holds(m.manifest_path) for m in data)
 
 
 def test_a_block_per_record_plans_the_same(tmp_path: Path) -> None:

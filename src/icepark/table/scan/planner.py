@@ -43,7 +43,7 @@ from icepark.expressions import (
     unbind,
 )
 from icepark.io.fileio import FileIO
-from icepark.io.manifest.cache import ManifestCache, configured_cache
+from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
 from icepark.io.manifest.reader import ALL_STATS, Stats
 from icepark.io.preloaded import PreloadedFileIO
@@ -354,14 +354,19 @@ class ManifestPlanner:
              added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
         """One task per matching live data file of ``manifests``, with the deletes of the
         delete manifests among them and its residual."""
-        data: list[ManifestFile] = []
-        delete: list[ManifestFile] = []
-        for m in manifests:
-            if self.manifest_may_match(m):
-                (delete if m.content is ManifestContent.DELETES else data).append(m)
+        data, delete = self.select(manifests)
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
+        if self.cache is not None and not fits(self.cache, work):
+            planner = copy.copy(self)  # too large to keep: decoded as if uncached
+            planner.cache = None
+            yield from planner.plan_selected(data, index, added_by, work)
+            return
+        yield from self.plan_selected(data, index, added_by, work)
 
+    def plan_selected(self, data: list[ManifestFile], index: DeleteIndex,
+                      added_by: frozenset[int] | None, work: int) -> Iterator[FileScanTask]:
+        """The tasks of the selected data manifests (``work``: their total length)."""
         cache = self.cache
 
         def read(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
@@ -391,7 +396,25 @@ class ManifestPlanner:
             results = map(decode, parallel_map(read, data))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
-        # a full scan sees every live data file: each deletion vector must reference one
+        yield from self.checked(results, index, added_by)
+
+    def select(self, manifests: Iterable[ManifestFile]
+               ) -> tuple[list[ManifestFile], list[ManifestFile]]:
+        """The data manifests and the delete manifests that may hold matching live files
+        (:meth:`manifest_may_match`), in order."""
+        data: list[ManifestFile] = []
+        delete: list[ManifestFile] = []
+        for m in manifests:
+            if self.manifest_may_match(m):
+                (delete if m.content is ManifestContent.DELETES else data).append(m)
+        return data, delete
+
+    def checked(self, results: Iterable[list[FileScanTask]], index: DeleteIndex,
+                added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
+        """The tasks of every data manifest (``results``, one list per manifest), checked at
+        the end: a full scan sees every live data file, so each deletion vector of ``index``
+        (whose ``referenced_data_file`` "is required for deletion vectors") must reference one;
+        a vector that does not is a :class:`~icepark.errors.CorruptFile`."""
         dvs = index.deletion_vectors if self.always_true and added_by is None else {}
         planned: set[str] = set()
         for tasks in results:
