@@ -66,20 +66,56 @@ def table_path(cache: str, files: int, manifests: int) -> str:
     return os.path.join(cache, f"v2-{files}-{manifests}")
 
 
-def build_table(root: str, files: int, manifests: int) -> str:
+def build_table(root: str, files: int, manifests: int, workers: int = 1) -> str:
     """Write the table (manifests, manifest list, metadata.json) unless cached; return the
-    metadata file."""
+    metadata file. ``workers`` processes write the manifests."""
     metadata_file = os.path.join(root, "metadata", "v1.metadata.json")
     if os.path.exists(os.path.join(root, "DONE")):
         return metadata_file
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - only the parent
+
     from icepark.io.fileio import ArrowFileIO  # noqa: PLC0415 - only the parent writes tables
-    from icepark.io.manifest.manifest import ManifestWriter  # noqa: PLC0415
     from icepark.io.manifest.manifest_list import write_manifest_list  # noqa: PLC0415
-    from icepark.spec.manifest import DataFile, FileFormat  # noqa: PLC0415
-    from icepark.spec.partitioning import PartitionSpecBuilder  # noqa: PLC0415
-    from icepark.spec.schema import Schema  # noqa: PLC0415
     from icepark.spec.serde.metadata_json import table_metadata_to_json  # noqa: PLC0415
     from icepark.spec.snapshots import Operation, Snapshot, SnapshotRef, Summary  # noqa: PLC0415
+    from icepark.table.change import updates as u  # noqa: PLC0415
+
+    started = time.perf_counter()
+    md = _new_table(root)
+    chunks = [range(m, min(m + 10, manifests)) for m in range(0, manifests, 10)]
+    args = [(root, files // manifests, chunk) for chunk in chunks]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            written = [m for part in pool.map(_write_manifests, args) for m in part]
+    else:
+        written = [m for a in args for m in _write_manifests(a)]
+    io = ArrowFileIO()
+    manifest_list = os.path.join(root, "metadata", f"snap-{SNAPSHOT_ID}.avro")
+    write_manifest_list(io, manifest_list, 2, SNAPSHOT_ID, None, 1, written)
+    snapshot = Snapshot(SNAPSHOT_ID, None, 1, md.last_updated_ms + 1, manifest_list,
+                        Summary(Operation.APPEND), md.current_schema_id)
+    md = _builder(md).apply_all([
+        u.AddSnapshot(snapshot), u.SetSnapshotRef("main", SnapshotRef.branch(SNAPSHOT_ID))
+    ]).build()
+    with open(metadata_file, "w") as f:
+        f.write(table_metadata_to_json(md))
+    with open(os.path.join(root, "DONE"), "w") as f:
+        f.write("ok\n")
+    print(f"  wrote {files:,} files in {manifests:,} manifests to {root} in "
+          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return metadata_file
+
+
+def _builder(md: Any) -> Any:
+    from icepark.table.change.metadata_builder import MetadataBuilder  # noqa: PLC0415
+    return MetadataBuilder(md)
+
+
+def _new_table(root: str) -> Any:
+    """The benchmark table's metadata before its snapshot: eight columns, partitioned by the
+    day of ``c3`` and 16 buckets of ``c1``."""
+    from icepark.spec.partitioning import PartitionSpecBuilder  # noqa: PLC0415
+    from icepark.spec.schema import Schema  # noqa: PLC0415
     from icepark.spec.types import (  # noqa: PLC0415
         DOUBLE,
         LONG,
@@ -87,21 +123,29 @@ def build_table(root: str, files: int, manifests: int) -> str:
         TIMESTAMPTZ,
         NestedField,
     )
-    from icepark.table.change import updates as u  # noqa: PLC0415
     from icepark.table.change.metadata_builder import MetadataBuilder  # noqa: PLC0415
 
-    started = time.perf_counter()
-    io = ArrowFileIO()
     types = [LONG, STRING, TIMESTAMPTZ, DOUBLE, LONG, STRING, DOUBLE, LONG]
     schema = Schema.of(*(NestedField.optional(i + 1, f"c{i + 1}", t)
                          for i, t in enumerate(types)))
     md, _ = MetadataBuilder.new_table(
         schema, root, spec=PartitionSpecBuilder(schema).day("c3").bucket("c1", 16).build())
+    return md
+
+
+def _write_manifests(args: tuple[str, int, range]) -> list[Any]:
+    """Write manifests ``numbers`` of ``per_manifest`` files each; their manifest files."""
+    from icepark.io.fileio import ArrowFileIO  # noqa: PLC0415
+    from icepark.io.manifest.manifest import ManifestWriter  # noqa: PLC0415
+    from icepark.spec.manifest import DataFile, FileFormat  # noqa: PLC0415
+
+    root, per_manifest, numbers = args
+    md = _new_table(root)
     schema, spec = md.schema(), md.spec()
-    per_manifest = files // manifests
-    written = []
+    io = ArrowFileIO()
     ids = range(1, COLUMNS + 1)
-    for m in range(manifests):
+    written = []
+    for m in numbers:
         path = os.path.join(root, "metadata", f"m{m}.avro")
         with ManifestWriter(io, path, spec, schema, 2, snapshot_id=SNAPSHOT_ID) as writer:
             for j in range(per_manifest):
@@ -124,20 +168,7 @@ def build_table(root: str, files: int, manifests: int) -> str:
                     lower_bounds=low, upper_bounds=high,
                     split_offsets=(4, rows * 18), sort_order_id=0))
         written.append(writer.to_manifest_file())
-    manifest_list = os.path.join(root, "metadata", f"snap-{SNAPSHOT_ID}.avro")
-    write_manifest_list(io, manifest_list, 2, SNAPSHOT_ID, None, 1, written)
-    snapshot = Snapshot(SNAPSHOT_ID, None, 1, md.last_updated_ms + 1, manifest_list,
-                        Summary(Operation.APPEND), md.current_schema_id)
-    md = MetadataBuilder(md).apply_all([
-        u.AddSnapshot(snapshot), u.SetSnapshotRef("main", SnapshotRef.branch(SNAPSHOT_ID))
-    ]).build()
-    with open(metadata_file, "w") as f:
-        f.write(table_metadata_to_json(md))
-    with open(os.path.join(root, "DONE"), "w") as f:
-        f.write("ok\n")
-    print(f"  wrote {files:,} files in {manifests:,} manifests to {root} in "
-          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return metadata_file
+    return written
 
 
 def build_pyiceberg_layout(source_metadata: str, root: str) -> str:

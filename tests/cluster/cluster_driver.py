@@ -125,6 +125,10 @@ def main(master: str, folder: Path) -> dict[str, Any]:
         table = ips.write(rows, table)
         ips.delete(spark, table, "kind = 'spam' AND id < 1000")
         found["remote"] = sorted(tuple(r) for r in ips.read(spark, table).collect())
+        # its manifests planned in the executors too, which open them from the bucket
+        table = table.refresh().set_properties({"read.data-planning-mode": "distributed"})
+        found["remote planned in tasks"] = sorted(
+            tuple(r) for r in ips.read(spark, table).collect())
 
     step("s3 table", s3_table)
     spark.stop()

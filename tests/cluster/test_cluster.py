@@ -18,11 +18,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from tools.cluster import Cluster, clean_env
 from tools.s3_server import S3Server
 
 from icepark.catalog import load_catalog
 from icepark.table.table import Table
-from tests.cluster.conftest import Cluster, clean_env
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 
@@ -119,11 +119,12 @@ def test_the_executors_open_s3_files_with_the_catalogs_properties(
         s3_endpoint: S3Server, driver_run: tuple[Path, dict[str, Any]]) -> None:
     """The executors' environment has no S3 endpoint or key: the remote table's files were
     written, deleted from and read there with the FileIO properties that came with the
-    tasks."""
+    tasks, and its manifests were planned there the same way."""
     folder, found = driver_run
     expected = sorted((i, "spam" if i % 10 == 0 else "click") for i in range(2000)
                       if i % 10 != 0 or i >= 1000)
     assert [tuple(r) for r in found["remote"]] == expected
+    assert [tuple(r) for r in found["remote planned in tasks"]] == expected
     s3 = json.loads((folder / "s3.json").read_text(encoding="utf-8"))
     remote = load_catalog("remote", type="sql", uri=f"sqlite:///{folder / 'remote.db'}",
                           **s3["properties"]).load_table("db.remote")

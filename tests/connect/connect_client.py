@@ -72,6 +72,14 @@ def main(url: str, folder: Path) -> dict[str, Any]:
         "snapshots", ips.metadata_table(spark, "db.t", "snapshots").count()))
     found["after maintenance"] = sorted(tuple(r) for r in ips.read(spark, "db.t").collect())
 
+    def distributed_read() -> None:  # manifests planned in tasks on the server
+        table = catalog.load_table("db.t")
+        table.set_properties({"read.data-planning-mode": "distributed"})
+        found["distributed read"] = sorted(tuple(r) for r in ips.read(spark, "db.t").collect())
+        table.refresh().remove_properties("read.data-planning-mode")
+
+    step("distributed planning", distributed_read)
+
     v3 = catalog.create_table("db.v3", ips.to_iceberg(rows.schema), format_version=3,
                               properties={"write.delete.mode": "merge-on-read"})
     step("v3 write", lambda: ips.write(rows, v3))

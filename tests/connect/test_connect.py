@@ -59,6 +59,7 @@ def test_reads_in_the_client_and_here_agree(client_run: tuple[Path, dict[str, An
     expected = _expected()
     assert found["read"] == expected
     assert found["after maintenance"] == expected  # maintenance changed no row
+    assert found["distributed read"] == expected
     assert found["filtered"] == len([r for r in expected if r[0] < 100])
     assert found["datasource read"] == len([r for r in expected if r[0] >= 1000])
     assert found["feed"] == expected  # streamed table to table

@@ -61,6 +61,7 @@ from icepark.expressions import ALWAYS_TRUE, Expr
 from icepark.io.arrow.zorder import z_values
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
+from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import scan_rows
 from icepark.spark.rowlevel.changes import lineage_columns
 from icepark.spark.schema import quote
@@ -137,7 +138,7 @@ def rewrite_data_files(
         return RewriteDataFilesResult(0, 0, 0, 0, 0, 0, ())
     with track(spark, progress):
         scan = table.scan(expr, ref=branch) if branch in metadata.refs else table.scan(expr)
-        tasks = scan.plan_files(row_lineage=metadata.format_version >= 3)
+        tasks = plan_files(spark, scan, row_lineage=metadata.format_version >= 3)
         groups = plan_groups(tasks, opts)
         if not groups:
             return RewriteDataFilesResult(0, 0, 0, 0, 0, 0, ())

@@ -3,7 +3,8 @@
 The rows equal those of :meth:`icepark.table.scan.read.DataScan.to_arrow` (the reference
 semantics) for the same scan:
 
-* Planning is icepark's (``table.scan(...).plan_files()``); the planned tasks are read by
+* Planning is icepark's (``table.scan(...).plan_files()``, in Spark tasks for scans of many
+  manifests: :mod:`icepark.spark.reader.planning`); the planned tasks are read by
   :func:`icepark.spark.reader.scan_rows.scan_rows`: their data files with
   ``spark.read.schema(...).parquet(...)`` whose schema carries the Iceberg field IDs, so Spark
   resolves renamed columns by ID, promotes types and reads columns missing from a file as
@@ -51,12 +52,14 @@ from icepark.io.arrow.reader import LINEAGE_COLUMN_NAMES
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.nanos import ReadMode, check_readable, read_mode
+from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import scan_rows
 from icepark.spark.schema import Nanos, quote, to_spark
 from icepark.spark.session import case_sensitive
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType
 from icepark.table.scan.incremental import IncrementalAppendScan
+from icepark.table.scan.scan import TableScan
 from icepark.table.scan.tasks import FileScanTask
 from icepark.table.table import Table
 
@@ -122,7 +125,9 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan, mode: ReadMode,
              *sorted(n for i in referenced_ids(bound)
                      if (n := full.find_column_name(i)) is not None)]
     metadata = list(dict.fromkeys(metadata_columns))
-    tasks = list(scan.plan_files(row_lineage=bool(LINEAGE_COLUMN_NAMES & set(metadata))))
+    lineage = bool(LINEAGE_COLUMN_NAMES & set(metadata))
+    tasks = list(plan_files(spark, scan, row_lineage=lineage) if isinstance(scan, TableScan)
+                 else scan.plan_files(row_lineage=lineage))
     if not tasks or condition is False:
         empty = scan_rows(spark, table, [], full, names, metadata_columns=metadata).rows
         layout = to_spark(projection, timestamp_ns=nanos)

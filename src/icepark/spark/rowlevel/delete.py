@@ -64,6 +64,7 @@ from icepark.expressions.bound import bind, referenced_ids, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
+from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ScanRows, scan_rows
 from icepark.spark.rowlevel.changes import commit_rewrite
 from icepark.spark.rowlevel.modes import (
@@ -156,7 +157,7 @@ def delete_rows(spark: SparkSession, table: Table, where: str | Expr, *,
 def _delete_rows(spark: SparkSession, table: Table, where: str | Expr, branch: str,
                  snapshot_properties: Mapping[str, str] | None) -> DeleteResult:
     mode = delete_mode(table.metadata)
-    plan = _plan(table, as_expr(where), branch)
+    plan = _plan(spark, table, as_expr(where), branch)
     if plan is None:
         return NOTHING
     properties = dict(snapshot_properties or {})
@@ -170,7 +171,7 @@ def _delete_rows(spark: SparkSession, table: Table, where: str | Expr, branch: s
     return _copy_on_write(spark, table, plan, branch, properties)
 
 
-def _plan(table: Table, expr: Expr, branch: str) -> _Plan | None:
+def _plan(spark: SparkSession, table: Table, expr: Expr, branch: str) -> _Plan | None:
     """Bind and translate the filter (unknown columns and untranslatable predicates fail
     here, before any job), then plan the files; None when no file may match."""
     metadata = table.metadata
@@ -184,7 +185,7 @@ def _plan(table: Table, expr: Expr, branch: str) -> _Plan | None:
     names = sorted(n for i in referenced_ids(bound) if (n := schema.find_column_name(i)))
     # v3: the rows a rewrite moves keep their lineage, so their files' first row IDs and
     # data sequence numbers are planned too
-    tasks = list(scan.plan_files(row_lineage=metadata.format_version >= 3))
+    tasks = list(plan_files(spark, scan, row_lineage=metadata.format_version >= 3))
     if not tasks:
         return None
     matches = FileFilter(metadata, expr)

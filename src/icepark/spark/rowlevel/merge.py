@@ -59,6 +59,7 @@ from icepark.expressions.bound import bind, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
+from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, ScanRows, scan_rows
 from icepark.spark.rowlevel.assignments import (
     Value,
@@ -244,7 +245,8 @@ class MergeBuilder:
         if head is not None:
             scan = (self._table.scan(prune, ref=branch) if branch in metadata.refs
                     else self._table.scan(prune))
-            tasks = sorted(scan.plan_files(row_lineage=metadata.format_version >= 3),
+            tasks = sorted(plan_files(self._spark, scan,
+                                      row_lineage=metadata.format_version >= 3),
                            key=lambda t: t.data_file.file_path)
         condition = None if prune == ALWAYS_TRUE else spark_filter(
             rewrite_not(bind(prune, schema)), schema)

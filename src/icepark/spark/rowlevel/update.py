@@ -31,6 +31,7 @@ from icepark.expressions.bound import bind, rewrite_not
 from icepark.spark.filters import spark_filter
 from icepark.spark.layout import read_columns
 from icepark.spark.progress import ProgressCallback, track
+from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
 from icepark.spark.rowlevel.assignments import (
     Value,
@@ -92,7 +93,7 @@ def update_rows(spark: SparkSession, table: Table, set: Mapping[str, Value],
         return UpdateResult(0, None, 0, 0, 0)
     with track(spark, progress):
         scan = table.scan(expr, ref=branch) if branch in metadata.refs else table.scan(expr)
-        tasks = sorted(scan.plan_files(row_lineage=metadata.format_version >= 3),
+        tasks = sorted(plan_files(spark, scan, row_lineage=metadata.format_version >= 3),
                        key=lambda t: t.data_file.file_path)
         lineage = lineage_columns(metadata)
         target = scan_rows(spark, table, tasks, schema, ["*"], positions=True,
