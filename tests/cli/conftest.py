@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tools.cluster import BRIEF_JVM
 
 import icepark
 from icepark.catalog import BaseCatalog
@@ -31,10 +32,14 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
-    """A clean environment: no ICEPARK_* variables from the caller, HOME without a config."""
+    """A clean environment: no ICEPARK_* variables from the caller, HOME without a config,
+    and JVM options for brief Spark drivers (:data:`tools.cluster.BRIEF_JVM`)."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ICEPARK_")}
     env.update({"PYTHONPATH": str(SRC), "PYSPARK_PYTHON": sys.executable,
                 "PYSPARK_DRIVER_PYTHON": sys.executable, "HOME": str(home)})
+    # the Spark drivers of these processes live a minute or two: C1 and the serial collector
+    # (the README tour alone: 125 s instead of 143 s)
+    env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options '{BRIEF_JVM}' pyspark-shell"
     env.update(extra)
     return env
 

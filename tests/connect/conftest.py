@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from tools.cluster import BRIEF_JVM
 from tools.ports import free_port, listening
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -38,7 +39,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = server_env(root)
     start = SPARK_HOME / "sbin" / "start-connect-server.sh"
     subprocess.run(
-        ["bash", str(start), "--master", "local[2]",
+        ["bash", str(start), "--master", "local[2]", "--driver-java-options", BRIEF_JVM,
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",

@@ -149,7 +149,7 @@ def _serializable(t: PrimitiveType, value: Any) -> bool:
     return True
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(_manifests())
 def test_manifest_property(case: tuple[Schema, PartitionSpec, list[tuple[Any, ...]], Any,
                                        bool]) -> None:

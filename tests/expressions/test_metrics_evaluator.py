@@ -188,7 +188,7 @@ def _files(draw: st.DrawFn) -> tuple[list[PrimitiveType], list[tuple[Any, ...]],
     return types, rows, expr, truncate, draw(st.one_of(st.just(frozenset()), _DROPPABLE))
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(_files())
 def test_metrics_properties(case: tuple[list[PrimitiveType], list[tuple[Any, ...]], Any,
                                         int | None, frozenset[str]]) -> None:

@@ -210,7 +210,7 @@ def _check(schema: Schema, spec: PartitionSpec, expr: Expr, matches: bool,
         assert not strict.eval(partition), "strict(p)(t(v)) must imply p(v)"
 
 
-@settings(max_examples=600)
+@settings(max_examples=250)
 @given(_cases())
 def test_projection_properties(case: tuple[PrimitiveType, PartitionSpec, Expr, Any]) -> None:
     """For every value v, transform t and predicate p: p(v) implies inclusive(p)(t(v)), and

@@ -118,7 +118,7 @@ def _cases(draw: st.DrawFn) -> tuple[Schema, PartitionSpec, Expr, list[tuple[Any
                                                                       ("b", types[1])])), rows
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(_cases())
 def test_residual_is_equivalent_on_the_partition(
         case: tuple[Schema, PartitionSpec, Expr, list[tuple[Any, ...]]]) -> None:

@@ -283,7 +283,7 @@ def rows(draw: st.DrawFn) -> list[tuple[Any, ...]]:
 
 
 @given(expressions, rows())
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_parity_with_row_evaluator(expr: Expr, data: list[tuple[Any, ...]]) -> None:
     """For random rows and predicates, the Arrow filter equals RowEvaluator row by row."""
     check_parity(expr, data)

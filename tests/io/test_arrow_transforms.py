@@ -108,7 +108,7 @@ def _case(draw: st.DrawFn) -> tuple[PrimitiveType, Transform, list[Any], bool]:
     return source, transform, values, draw(st.booleans())
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(_case())
 def test_kernel_equals_the_spec_transform_element_wise(
         case: tuple[PrimitiveType, Transform, list[Any], bool]) -> None:

@@ -171,11 +171,15 @@ def _x_ids(round_: int) -> set[int]:
     return {i for i in INITIAL if i % 3 == 0 and (i // 3) % 5 == round_}
 
 
+SLOW = pytest.mark.slow  # (suite time: the other points cover the same code paths)
+
+
 @pytest.mark.parametrize(("method", "call", "partial", "packed"), [
-    ("_write_job", 1, False, False), ("_write_job", 2, True, False),
-    ("_commit", 1, False, False), ("_commit", 2, True, False), ("_commit", 2, True, True)],
-    ids=["after-planning", "between-group-writes", "before-commit",
-         "between-partial-commits", "between-partial-commits-of-one-job"])
+    pytest.param("_write_job", 1, False, False, id="after-planning"),
+    pytest.param("_write_job", 2, True, False, id="between-group-writes", marks=SLOW),
+    pytest.param("_commit", 1, False, False, id="before-commit"),
+    pytest.param("_commit", 2, True, False, id="between-partial-commits", marks=SLOW),
+    pytest.param("_commit", 2, True, True, id="between-partial-commits-of-one-job")])
 def test_writers_at_each_point_of_a_compaction_lose_nothing(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, method: str,
         call: int, partial: bool, packed: bool) -> None:
@@ -362,7 +366,9 @@ KILLS = {
 }
 
 
-@pytest.mark.parametrize("point", list(KILLS))
+@pytest.mark.parametrize("point", [
+    pytest.param(p, marks=SLOW) if p in {"in-second-group-write", "commit-oserror"} else p
+    for p in KILLS])
 def test_a_killed_compaction_leaves_only_orphans_that_orphan_removal_takes(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         point: str) -> None:

@@ -406,7 +406,8 @@ def _other_writer(tmp_path: Path, name: str = "t") -> Table:
                         warehouse=str(tmp_path / "wh")).load_table(f"db.{name}")
 
 
-@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize("mode", [pytest.param("copy-on-write", marks=pytest.mark.slow),
+                                  "merge-on-read"])
 def test_isolation_levels(spark: SparkSession, tmp_path: Path, mode: str,
                           monkeypatch: pytest.MonkeyPatch) -> None:
     table = _make(tmp_path, mode, 2, partitioned=False)

@@ -18,6 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-javaref"
 SERVER = Path(__file__).with_name("server.py")
+JAVA_OPTIONS = "JAVAREF_JAVA_OPTIONS"
+"""The environment variable that passes more JVM options to the server."""
 
 
 class ReferenceError(Exception):
@@ -42,10 +44,12 @@ def python_path() -> Path:
 class JavaReference:
     """One running reference session (see the server's docstring for the protocol)."""
 
-    def __init__(self, warehouse: Path, log: Path) -> None:
+    def __init__(self, warehouse: Path, log: Path, java_options: str = "") -> None:
+        """``java_options``: more options of the reference's JVM (the tests' make it brief;
+        benchmarks leave it as Spark starts it)."""
         python = python_path()
         env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": str(python),
-               "PYSPARK_DRIVER_PYTHON": str(python)}
+               "PYSPARK_DRIVER_PYTHON": str(python), JAVA_OPTIONS: java_options}
         env.pop("PYTHONPATH", None)
         env.pop("SPARK_HOME", None)
         self.warehouse = warehouse

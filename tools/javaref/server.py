@@ -60,7 +60,8 @@ def _session(warehouse: str) -> Any:
             # icepark changes tables behind the reference's back: never serve a cached one
             .config("spark.sql.catalog.ref.cache-enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+            .config("spark.driver.extraJavaOptions",
+                    f"-Duser.timezone=UTC {os.environ.get('JAVAREF_JAVA_OPTIONS', '')}")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", "2")
             .getOrCreate())
