@@ -40,8 +40,8 @@ typecheck: $(STAMP)
 # Two workers, a file's tests on one of them: each worker shares one Spark session (and one
 # Java reference session) across its files. The suite waits on JVMs far more than it computes,
 # so two keep both cores busy. Files are handed out in collection order, the longest first
-# (tests/conftest.py). Tests marked `slow` (minutes each: they restart Spark many times) run
-# with `make test-slow`.
+# (tests/conftest.py). Tests marked `slow` (minutes each: they restart Spark many times; or
+# variants whose code paths the other variants take) run with `make test-slow`.
 unit: $(STAMP) $(JAVAREF_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"
 

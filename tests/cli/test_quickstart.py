@@ -22,7 +22,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 def quickstart(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+           "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PYSPARK_SUBMIT_ARGS": cli_env(cwd)["PYSPARK_SUBMIT_ARGS"]}  # a brief JVM
     return subprocess.run([sys.executable, "-m", "icepark.cli", "quickstart",
                            "--master", "local[2]", "--json", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=900,

@@ -227,7 +227,8 @@ def test_the_reference_and_icepark_write_one_v3_table_in_turn(
 # ----------------------------------------------------------------- the reference writes
 
 
-@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize("mode", [pytest.param("copy-on-write", marks=pytest.mark.slow),
+                                  "merge-on-read"])
 def test_icepark_reads_exactly_what_the_reference_writes(spark: SparkSession, shared: Shared,
                                                          mode: str) -> None:
     """DELETE, UPDATE and MERGE in each row-level mode, then its evolution and procedures."""

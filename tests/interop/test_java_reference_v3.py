@@ -198,8 +198,9 @@ def data_paths(table: Table) -> set[str]:
 # ----------------------------------------------------------------------- icepark writes
 
 
-@pytest.mark.parametrize("partitioned", [True, False],
-                         ids=["partitioned-spark-writer", "unpartitioned-icepark-writer"])
+@pytest.mark.parametrize("partitioned", [
+    pytest.param(True, id="partitioned-spark-writer"),
+    pytest.param(False, id="unpartitioned-icepark-writer", marks=pytest.mark.slow)])
 def test_the_reference_reads_icepark_v3_deletion_vectors_and_row_lineage(
         spark: SparkSession, shared: Shared, partitioned: bool) -> None:
     """Arrow and Spark appends, merge-on-read deletes (deletion vectors; a second delete on the
@@ -225,14 +226,16 @@ def test_the_reference_reads_icepark_v3_deletion_vectors_and_row_lineage(
     known = lineage(rows)
     gone: set[int] = set()
 
-    def delete(ids: set[int], where: str | None = None) -> None:
-        """Delete rows (by ``where`` or by id) with icepark; the others keep their lineage."""
+    def delete(ids: set[int], where: str | None = None, *, every_reader: bool = True) -> None:
+        """Delete rows (by ``where`` or by id) with icepark; the others keep their lineage (in
+        every reader, or, between two such checks, in icepark's Arrow reader)."""
         ips.delete(spark, table.refresh(), where or f"id IN ({', '.join(map(str, sorted(ids)))})")
         gone.update(ids)
-        assert lineage(agree(spark, shared, "t")) == {
-            i: v for i, v in known.items() if i not in gone}
+        rows = agree(spark, shared, "t") if every_reader else arrow_rows(table)
+        assert lineage(rows) == {i: v for i, v in known.items() if i not in gone}
 
-    delete({i for i in range(50) if i % 10 == 1})  # vectors on several data files
+    delete({i for i in range(50) if i % 10 == 1},  # vectors on several data files
+           every_reader=False)
     first = vectors(table)
     assert first and all(v.record_count >= 1 for v in first.values())
 
@@ -243,7 +246,8 @@ def test_the_reference_reads_icepark_v3_deletion_vectors_and_row_lineage(
     assert not {v.entry_key for v in second.values()} & {v.entry_key for v in first.values()}
 
     # a partial file and (partitioned) whole files whose vectors go with them
-    delete({i for i in range(50) if i % 3 == 2 or i == 7}, "k = 'c' OR id = 7")
+    delete({i for i in range(50) if i % 3 == 2 or i == 7}, "k = 'c' OR id = 7",
+           every_reader=False)  # (every reader checks it with the next append)
     assert set(vectors(table)) <= data_paths(table)
 
     # a vector keeps the spec and partition of its data file, written before the evolution
@@ -255,7 +259,7 @@ def test_the_reference_reads_icepark_v3_deletion_vectors_and_row_lineage(
     known = lineage(agree(spark, shared, "t"))
     assert sorted(v for i, v in known.items() if i >= 50) == [
         (next_row_id + n, table.metadata.last_sequence_number) for n in range(6)]
-    delete({0, 51, 53})
+    delete({0, 51, 53}, every_reader=False)  # (and with the copy-on-write delete next)
     assert {v.spec_id for v in vectors(table).values()} == {0, 1}
 
     # copy-on-write: the rewritten file's rows keep their _row_id and, not modified, their
@@ -277,6 +281,7 @@ def test_the_reference_reads_icepark_v3_deletion_vectors_and_row_lineage(
     assert new == {i: v for i, v in known.items() if i not in gone}
 
 
+@pytest.mark.slow  # suite time: the other direction runs in make test
 def test_the_reference_reads_a_v2_table_with_position_deletes_upgraded_to_v3(
         spark: SparkSession, shared: Shared) -> None:
     """Position delete files of a v2 table (one for two data files, one for a single file),
@@ -337,7 +342,8 @@ def test_the_reference_reads_a_v2_table_with_position_deletes_upgraded_to_v3(
 # ----------------------------------------------------------------- the reference writes
 
 
-@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+@pytest.mark.parametrize("mode", ["merge-on-read",
+                                  pytest.param("copy-on-write", marks=pytest.mark.slow)])
 def test_icepark_reads_the_lineage_and_deletion_vectors_the_reference_writes(
         spark: SparkSession, shared: Shared, mode: str) -> None:
     """DELETE, UPDATE and MERGE in each row-level mode (merge-on-read: deletion vectors, merged

@@ -133,7 +133,7 @@ def _icepark_table(spark: SparkSession, shared: Shared, name: str, version: int)
     return table.refresh()
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [pytest.param(2, marks=pytest.mark.slow), 3])
 def test_peers_read_the_same_rows_after_icepark_maintenance(
         spark: SparkSession, shared: Shared, version: int) -> None:
     name = f"maint_v{version}"
@@ -196,7 +196,7 @@ def test_peers_read_the_same_rows_after_icepark_maintenance(
     assert _delete_files(table) == {"position": 0, "vectors": 0}
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_the_reference_writes_on_after_icepark_compacts_its_table(
         spark: SparkSession, shared: Shared, version: int) -> None:
     """The reference creates a partitioned table, INSERTs three times and DELETEs twice with

@@ -75,8 +75,8 @@ def history(spark: SparkSession, catalog: BaseCatalog, version: int, mode: str) 
 
 
 @pytest.mark.parametrize(("version", "mode"), [
-    (2, "merge-on-read"), pytest.param(3, "merge-on-read", marks=pytest.mark.slow),
-    (3, "copy-on-write")])
+    (2, "merge-on-read"), (3, "merge-on-read"),
+    pytest.param(3, "copy-on-write", marks=pytest.mark.slow)])
 def test_changes_equal_the_diff_of_each_snapshot(spark: SparkSession, catalog: BaseCatalog,
                                                  version: int, mode: str) -> None:
     """Position delete files (v2), deletion vectors (v3) and copy-on-write rewrites (whose

@@ -367,7 +367,8 @@ KILLS = {
 
 
 @pytest.mark.parametrize("point", [
-    pytest.param(p, marks=SLOW) if p in {"in-second-group-write", "commit-oserror"} else p
+    pytest.param(p, marks=SLOW)
+    if p in {"in-second-group-write", "at-second-commit", "commit-oserror"} else p
     for p in KILLS])
 def test_a_killed_compaction_leaves_only_orphans_that_orphan_removal_takes(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -199,7 +199,10 @@ def _fix_nested(clauses: list[When]) -> list[When]:
 
 @pytest.mark.parametrize(("mode", "version", "partitioned"), [
     ("copy-on-write", 2, True), ("merge-on-read", 2, False),
-    ("copy-on-write", 3, False), ("merge-on-read", 3, True)])
+    # v3 merges in both modes run against the Java reference in make test
+    # (tests/interop/test_java_reference_merge.py); these in make test-slow
+    pytest.param("copy-on-write", 3, False, marks=pytest.mark.slow),
+    pytest.param("merge-on-read", 3, True, marks=pytest.mark.slow)])
 def test_clause_combinations_match_the_reference(spark: SparkSession, tmp_path: Path,
                                                  mode: str, version: int,
                                                  partitioned: bool) -> None:
