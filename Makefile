@@ -45,7 +45,10 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(JAVAREF_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"
 
-test: lint typecheck unit
+# The two environments install side by side (each pip mostly waits on one core or the disk).
+test:
+	@$(MAKE) --no-print-directory -j2 install javaref
+	@$(MAKE) --no-print-directory lint typecheck unit
 
 test-slow: $(STAMP) $(JAVAREF_STAMP)
 	$(BIN)/python -m pytest -m slow

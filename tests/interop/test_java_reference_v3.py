@@ -439,6 +439,7 @@ def test_icepark_reads_a_reference_v2_table_upgraded_to_v3(spark: SparkSession,
 # ------------------------------------------------------------------ alternating writers
 
 
+@pytest.mark.slow  # suite time: each engine's vectors are read by the other in make test
 def test_alternating_v3_writers_merge_each_others_deletion_vectors(
         spark: SparkSession, shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference and icepark take turns on one v3 table: each merges the other's
