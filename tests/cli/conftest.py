@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools.cluster import BRIEF_JVM
+from tools.cluster import BRIEF_SUBMIT_ARGS
 
 import icepark
 from icepark.catalog import BaseCatalog
@@ -39,7 +39,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
                 "PYSPARK_DRIVER_PYTHON": sys.executable, "HOME": str(home)})
     # the Spark drivers of these processes live a minute or two: C1 and the serial collector
     # (the README tour alone: 125 s instead of 143 s)
-    env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options '{BRIEF_JVM}' pyspark-shell"
+    env["PYSPARK_SUBMIT_ARGS"] = BRIEF_SUBMIT_ARGS
     env.update(extra)
     return env
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from tools import peer_read
+from tools.cluster import BRIEF_SUBMIT_ARGS
 
 from icepark.cli.quickstart.check import compare_peers
 from icepark.cli.quickstart.report import Report
@@ -23,7 +24,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def quickstart(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYSPARK_SUBMIT_ARGS": cli_env(cwd)["PYSPARK_SUBMIT_ARGS"]}  # a brief JVM
+           "PYSPARK_SUBMIT_ARGS": BRIEF_SUBMIT_ARGS}
     return subprocess.run([sys.executable, "-m", "icepark.cli", "quickstart",
                            "--master", "local[2]", "--json", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=900,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +43,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import ValidationError
 from icepark.expressions.expr import Expr
 from icepark.io.fileio import ArrowFileIO, file_io_properties
+from icepark.spark.arrow_layout import arrow_schema
 from icepark.spark.session import default_parallelism
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.metadata import TableMetadata
@@ -70,8 +71,7 @@ WAVE_BYTES = 32 * 1024 * 1024
 same order (about twice, for a full scan), far below ``spark.driver.maxResultSize``'s default
 1 GiB, and what the driver holds at once stays small."""
 _TASKS_PER_CORE = 2
-_OUTPUT = T.StructType([T.StructField("manifest", T.IntegerType(), False),
-                        T.StructField("tasks", T.BinaryType(), False)])
+_OUTPUT = T.StructType([T.StructField("tasks", T.BinaryType(), False)])
 
 
 def planning_mode(properties: Mapping[str, str]) -> str:
@@ -135,7 +135,7 @@ def plan_files(spark: SparkSession, scan: TableScan, *, include_column_stats: bo
     manifests = snapshot_manifests(scan.io, snapshot)
     data, deletes = planner.select(manifests)
     if not plans_in_tasks({**scan.metadata.properties, **scan.options}, len(data)):
-        return planner.plan(manifests)
+        return planner.plan_selected(data, deletes)
     index = planner.delete_index(deletes)
     job = PlanningJob(file_io_properties(scan.io), scan.metadata, scan.schema(),
                       scan.row_filter, scan.case_sensitive, include_column_stats, stats,
@@ -188,10 +188,7 @@ def _planned(spark: SparkSession, job: PlanningJob) -> Iterator[list[FileScanTas
         manifests = tuple(job.manifests[i] for i in wave)
         slots = balanced([m.manifest_length for m in manifests],
                          max(1, min(len(manifests), cores * _TASKS_PER_CORE)))
-        part = PlanningJob(job.io_properties, job.metadata, job.schema, job.row_filter,
-                           job.case_sensitive, job.include_column_stats, job.stats_columns,
-                           job.row_lineage, job.index, manifests,
-                           tuple(tuple(s) for s in slots))
+        part = replace(job, manifests=manifests, slots=tuple(tuple(s) for s in slots))
         count = len(slots)
         return spark.range(0, count, 1, count).mapInArrow(map_function(part), _OUTPUT).toArrow()
 
@@ -204,20 +201,19 @@ def _planned(spark: SparkSession, job: PlanningJob) -> Iterator[list[FileScanTas
 
 
 def map_function(job: PlanningJob) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function: slot numbers in, one record per manifest out (its
-    number and its tasks, packed and pickled)."""
+    """The ``mapInArrow`` function: slot numbers in, one record per manifest out (its tasks,
+    packed and pickled)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         planner = job.planner()
-        schema = pa.schema([("manifest", pa.int32(), False), ("tasks", pa.binary(), False)])
+        schema = arrow_schema(_OUTPUT)
         for numbers in batches:
             for slot in numbers.column(0).to_pylist():
                 for number in job.slots[int(slot)]:
                     tasks = planner.tasks(job.manifests[number], job.index)
                     payload = pickle.dumps(pack(tasks), protocol=pickle.HIGHEST_PROTOCOL)
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array([number], pa.int32()), pa.array([payload], pa.binary())],
-                        schema=schema)
+                    yield pa.RecordBatch.from_arrays([pa.array([payload], pa.binary())],
+                                                     schema=schema)
 
     return run
 

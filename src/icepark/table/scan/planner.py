@@ -355,18 +355,23 @@ class ManifestPlanner:
         """One task per matching live data file of ``manifests``, with the deletes of the
         delete manifests among them and its residual."""
         data, delete = self.select(manifests)
+        yield from self.plan_selected(data, delete, added_by)
+
+    def plan_selected(self, data: list[ManifestFile], delete: list[ManifestFile],
+                      added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
+        """:meth:`plan` of the manifests :meth:`select` chose."""
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
+        planner = self
         if self.cache is not None and not fits(self.cache, work):
             planner = copy.copy(self)  # too large to keep: decoded as if uncached
             planner.cache = None
-            yield from planner.plan_selected(data, index, added_by, work)
-            return
-        yield from self.plan_selected(data, index, added_by, work)
+        yield from planner._decoded(data, index, added_by, work)
 
-    def plan_selected(self, data: list[ManifestFile], index: DeleteIndex,
-                      added_by: frozenset[int] | None, work: int) -> Iterator[FileScanTask]:
-        """The tasks of the selected data manifests (``work``: their total length)."""
+    def _decoded(self, data: list[ManifestFile], index: DeleteIndex,
+                 added_by: frozenset[int] | None, work: int) -> Iterator[FileScanTask]:
+        """The tasks of the data manifests (``work``: their total length), decoded here or
+        by forked workers."""
         cache = self.cache
 
         def read(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
