@@ -127,6 +127,30 @@ class FileNotFound(IcebergError, FileNotFoundError):  # noqa: N818
         return FileNotFound, (self.location,)
 
 
+class StorageError(IcebergError, OSError):
+    """A file system or object store failed an operation on a file that is not simply
+    missing (:class:`FileNotFound`): access denied, a missing bucket, an endpoint that cannot
+    be reached. The message names the operation, the location and the store's reason, never the
+    credentials; ``location`` is the file's. An ``OSError``, as the store's own errors are,
+    with their ``errno`` when they had one.
+
+    >>> str(StorageError("read", "s3://b/k", "AWS Error ACCESS_DENIED", 13))
+    'Cannot read s3://b/k: AWS Error ACCESS_DENIED'
+    """
+
+    def __init__(self, operation: str, location: str, reason: str,
+                 code: int | None = None) -> None:
+        super().__init__(f"Cannot {operation} {location}: {reason}")
+        self.operation, self.location, self.reason = operation, location, reason
+        self.errno = code
+
+    def __str__(self) -> str:  # the message, not OSError's "[Errno n] ..."
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[type[StorageError], tuple[str, str, str, int | None]]:
+        return StorageError, (self.operation, self.location, self.reason, self.errno)
+
+
 class CorruptFile(IcebergError):  # noqa: N818
     """A metadata or data file cannot be decoded."""
 

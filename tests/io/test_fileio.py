@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from icepark.errors import AlreadyExists, FileNotFound, IcebergError, UnsupportedFeature
+from icepark.errors import (
+    AlreadyExists,
+    FileNotFound,
+    IcebergError,
+    StorageError,
+    UnsupportedFeature,
+)
 from icepark.io.fileio import ArrowFileIO, s3_options
 
 
@@ -46,6 +52,27 @@ def test_missing_files_raise_file_not_found(file_io: ArrowFileIO, tmp_path: Path
     assert not infile.exists()
     error = pickle.loads(pickle.dumps(FileNotFound(location)))
     assert error.location == location and str(error) == f"File does not exist: {location}"
+
+
+def test_a_failing_store_raises_a_typed_error_naming_the_operation_and_file(
+        file_io: ArrowFileIO, tmp_path: Path) -> None:
+    (tmp_path / "plain").write_bytes(b"x")
+    under_a_file = f"{tmp_path}/plain/child.bin"  # its "directory" is a file
+    for call, operation in ((lambda: file_io.new_input(str(tmp_path)).read(), "open"),
+                            (lambda: file_io.new_output(under_a_file).write(b"y"), "create"),
+                            (lambda: file_io.new_output(under_a_file).write_exclusive(b"y"),
+                             "write")):
+        with pytest.raises(StorageError) as failed:
+            call()
+        error = failed.value
+        assert isinstance(error, OSError) and isinstance(error, IcebergError)
+        assert (error.operation, str(error).split(":")[0]) == (
+            operation, f"Cannot {operation} {error.location}")
+        restored = pickle.loads(pickle.dumps(error))  # it crosses from Spark tasks
+        assert (type(restored), str(restored), restored.errno) == (
+            StorageError, str(error), error.errno)
+    assert (tmp_path / "plain").read_bytes() == b"x"  # nothing was changed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
 
 
 def test_create_refuses_to_overwrite_unless_asked(file_io: ArrowFileIO, tmp_path: Path) -> None:

@@ -16,7 +16,13 @@ import pytest
 
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
-from icepark.errors import AlreadyExists, CommitFailed, FileNotFound, ValidationError
+from icepark.errors import (
+    AlreadyExists,
+    CommitFailed,
+    FileNotFound,
+    StorageError,
+    ValidationError,
+)
 from icepark.io.fileio import ArrowFileIO, s3_options
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -184,14 +190,20 @@ def test_secret_never_shown(s3_server: S3Server, bucket: str, tmp_path: Any,
     # a wrong secret: the store refuses, and the error names neither secret
     wrong = "wrong" + secret[5:]
     bad = ArrowFileIO(s3_server.properties(**{"s3.secret-access-key": wrong}))
-    with pytest.raises(OSError, match=r"ACCESS_DENIED|SIGNATURE_DOES_NOT_MATCH") as refused:
+    with pytest.raises(StorageError, match=r"ACCESS_DENIED|SIGNATURE_DOES_NOT_MATCH") as refused:
         bad.new_input(table.metadata_location).read()
+    assert refused.value.location == table.metadata_location
+    assert str(refused.value).startswith(f"Cannot open {table.metadata_location}: ")
     for error in (refused.value, *_causes(refused.value)):
         assert secret not in str(error) and wrong not in str(error)
+    with pytest.raises(StorageError, match=r"^Cannot (create|write) s3://"):
+        bad.new_output(f"s3://{bucket}/elsewhere/x.bin").write(b"x")
+    with pytest.raises(StorageError, match=r"^Cannot list s3://"):
+        list(bad.list_prefix(f"s3://{bucket}/wh"))
     bad_catalog = load_catalog("s3test", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
                                warehouse=f"s3://{bucket}/wh",
                                **s3_server.properties(**{"s3.secret-access-key": wrong}))
-    with pytest.raises(OSError) as loading:
+    with pytest.raises(StorageError) as loading:
         bad_catalog.load_table("db.t")
     assert secret not in str(loading.value) and wrong not in str(loading.value)
     assert wrong not in repr(bad_catalog) and wrong not in caplog.text
@@ -199,7 +211,7 @@ def test_secret_never_shown(s3_server: S3Server, bucket: str, tmp_path: Any,
     # a wrong endpoint: nothing listens there
     nowhere = ArrowFileIO(s3_server.properties(**{"s3.endpoint": "http://127.0.0.1:9",
                                                   "s3.connect-timeout": "2"}))
-    with pytest.raises(OSError, match=r"127\.0\.0\.1:9") as unreachable:
+    with pytest.raises(StorageError, match=r"127\.0\.0\.1:9") as unreachable:
         nowhere.new_input(table.metadata_location).read()
     assert secret not in str(unreachable.value)
     assert secret not in caplog.text

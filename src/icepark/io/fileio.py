@@ -41,7 +41,14 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from icepark.errors import AlreadyExists, FileNotFound, UnsupportedFeature, ValidationError
+from icepark.errors import (
+    AlreadyExists,
+    FileNotFound,
+    IcebergError,
+    StorageError,
+    UnsupportedFeature,
+    ValidationError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +128,8 @@ _S3_OPTIONS = {
 _S3_FLOAT_OPTIONS = {"s3.connect-timeout": "connect_timeout",
                      "s3.request-timeout": "request_timeout"}
 _S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+_SECRETS = ("s3.secret-access-key", "s3.session-token")
+"""FileIO properties whose values are taken out of any error message that might quote them."""
 
 
 def s3_options(properties: Mapping[str, str]) -> dict[str, Any]:
@@ -187,6 +196,23 @@ class _Resolved:
     fs: Any
     path: str  # the filesystem's path of the location
     local: bool
+    secrets: tuple[str, ...] = ()  # values no error message may show
+
+
+@contextlib.contextmanager
+def _storage(operation: str, location: str, secrets: tuple[str, ...] = ()) -> Iterator[None]:
+    """A store's ``OSError`` (other than a missing file, which callers handle) as
+    a :class:`StorageError` naming ``operation`` and ``location``, with any of ``secrets``
+    taken out of the store's reason (none is known to quote them: a precaution)."""
+    try:
+        yield
+    except (IcebergError, FileNotFoundError):
+        raise
+    except OSError as e:
+        reason = str(e).strip() or type(e).__name__
+        for secret in secrets:
+            reason = reason.replace(secret, "<secret>")
+        raise StorageError(operation, location, reason, e.errno) from None
 
 
 class ArrowFileIO:
@@ -199,6 +225,7 @@ class ArrowFileIO:
 
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         self._properties = dict(properties or {})
+        self._secrets = _secret_values(self._properties)
         self._lock = threading.Lock()
         # (scheme, netloc) -> (filesystem, whether its paths start with the netloc)
         self._filesystems: dict[tuple[str, str], tuple[Any, bool]] = {}
@@ -216,6 +243,7 @@ class ArrowFileIO:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._properties = dict(state["properties"])
+        self._secrets = _secret_values(self._properties)
         self._lock = threading.Lock()
         self._filesystems = {}
 
@@ -226,13 +254,12 @@ class ArrowFileIO:
         return ArrowOutputFile(location, self._resolve(location))
 
     def exists(self, location: str) -> bool:
-        r = self._resolve(location)
-        return bool(r.fs.get_file_info(r.path).type != pafs.FileType.NotFound)
+        return self.new_input(location).exists()
 
     def delete(self, location: str) -> None:
         """Delete a file. Deleting a missing file does nothing, as on object stores."""
         r = self._resolve(location)
-        with contextlib.suppress(FileNotFoundError):
+        with _storage("delete", location, r.secrets), contextlib.suppress(FileNotFoundError):
             r.fs.delete_file(r.path)
 
     def rename(self, source: str, target: str) -> None:
@@ -243,14 +270,15 @@ class ArrowFileIO:
         src, dst = self._resolve(source), self._resolve(target)
         if src.fs is not dst.fs:
             raise UnsupportedFeature(f"Cannot move {source} to {target}: another file system")
-        if dst.fs.get_file_info(dst.path).type != pafs.FileType.NotFound:
+        if self.exists(target):
             raise AlreadyExists(f"Cannot move {source} to {target}: it already exists")
         parent = dst.path.rsplit("/", 1)[0]
-        if dst.local:
-            os.makedirs(parent, exist_ok=True)
-        elif parent:
-            dst.fs.create_dir(parent, recursive=True)
-        src.fs.move(src.path, dst.path)
+        with _storage(f"move {source} to", target, dst.secrets):
+            if dst.local:
+                os.makedirs(parent, exist_ok=True)
+            elif parent:
+                dst.fs.create_dir(parent, recursive=True)
+            src.fs.move(src.path, dst.path)
 
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
         """Every file below the directory ``prefix``, recursively, sorted by location.
@@ -261,7 +289,8 @@ class ArrowFileIO:
         base = r.path.rstrip("/")
         head = prefix.rstrip("/")
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
-        infos = [i for i in r.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        with _storage("list", prefix, r.secrets):
+            infos = [i for i in r.fs.get_file_info(selector) if i.type == pafs.FileType.File]
         for info in sorted(infos, key=lambda i: str(i.path)):
             relative = str(info.path)[len(base):]
             mtime = info.mtime_ns
@@ -276,7 +305,9 @@ class ArrowFileIO:
         base, head = r.path.rstrip("/"), location.rstrip("/")
         selector = pafs.FileSelector(base, recursive=False, allow_not_found=True)
         files, dirs = [], []
-        for info in r.fs.get_file_info(selector):
+        with _storage("list", location, r.secrets):
+            listed = r.fs.get_file_info(selector)
+        for info in listed:
             child = f"{head}{str(info.path)[len(base):]}"
             if info.type == pafs.FileType.Directory:
                 dirs.append(child)
@@ -303,11 +334,12 @@ class ArrowFileIO:
         path = parts.path
         if with_netloc:
             path = f"{parts.netloc}{path}"
-        return _Resolved(fs, path, False)
+        return _Resolved(fs, path, False, self._secrets)
 
     def _new_filesystem(self, location: str, scheme: str, netloc: str) -> tuple[Any, bool]:
         if scheme in _S3_SCHEMES:
-            return pafs.S3FileSystem(**s3_options(self._properties)), True
+            with _storage("open the S3 file system of", location, self._secrets):
+                return pafs.S3FileSystem(**s3_options(self._properties)), True
         try:
             fs, path = pafs.FileSystem.from_uri(location)
         except Exception as e:  # pyarrow raises ArrowInvalid for unknown schemes
@@ -319,6 +351,10 @@ class ArrowFileIO:
 _LOCAL = pafs.LocalFileSystem()
 
 
+def _secret_values(properties: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(v for k in _SECRETS if (v := properties.get(k)))
+
+
 @dataclass(frozen=True, slots=True)
 class ArrowInputFile:
     """:class:`InputFile` of :class:`ArrowFileIO`."""
@@ -327,26 +363,33 @@ class ArrowInputFile:
     _r: _Resolved
 
     def length(self) -> int:
-        info = self._r.fs.get_file_info(self._r.path)
+        with _storage("measure", self.location, self._r.secrets):
+            info = self._r.fs.get_file_info(self._r.path)
         if info.type == pafs.FileType.NotFound:
             raise FileNotFound(self.location)
         return int(info.size)
 
     def exists(self) -> bool:
-        return bool(self._r.fs.get_file_info(self._r.path).type != pafs.FileType.NotFound)
+        with _storage("look for", self.location, self._r.secrets):
+            return bool(self._r.fs.get_file_info(self._r.path).type != pafs.FileType.NotFound)
 
     def open(self) -> Any:
-        try:
-            return self._r.fs.open_input_file(self._r.path)
-        except FileNotFoundError:
-            raise FileNotFound(self.location) from None
-        except OSError:
-            if not self.exists():
+        with _storage("open", self.location, self._r.secrets):
+            try:
+                return self._r.fs.open_input_file(self._r.path)
+            except FileNotFoundError:
                 raise FileNotFound(self.location) from None
-            raise
+            except OSError:
+                try:
+                    missing = not self.exists()
+                except StorageError:  # the store refuses that too: its refusal of the open
+                    missing = False
+                if missing:
+                    raise FileNotFound(self.location) from None
+                raise
 
     def read(self) -> bytes:
-        with self.open() as f:
+        with self.open() as f, _storage("read", self.location, self._r.secrets):
             return bytes(f.read())
 
 
@@ -368,20 +411,21 @@ class ArrowOutputFile:
 
     def create(self, overwrite: bool = False) -> Any:
         fs, path = self._r.fs, self._r.path
-        if self._r.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if not overwrite:  # claim the name atomically, then write through pyarrow
-                try:
-                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-                except FileExistsError:
-                    raise self._already_exists() from None
-        elif not overwrite and fs.get_file_info(path).type != pafs.FileType.NotFound:
-            raise self._already_exists()
-        return fs.open_output_stream(path)
+        with _storage("create", self.location, self._r.secrets):
+            if self._r.local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                if not overwrite:  # claim the name atomically, then write through pyarrow
+                    try:
+                        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                    except FileExistsError:
+                        raise self._already_exists() from None
+            elif not overwrite and fs.get_file_info(path).type != pafs.FileType.NotFound:
+                raise self._already_exists()
+            return fs.open_output_stream(path)
 
     def write(self, data: bytes, overwrite: bool = False) -> None:
-        with self.create(overwrite) as out:
-            out.write(data)
+        with _storage("write", self.location, self._r.secrets), self.create(overwrite) as out:
+            out.write(data)  # an object store uploads as the stream closes: inside too
 
     def write_exclusive(self, data: bytes) -> None:
         """Publish ``data`` so that exactly one concurrent writer of this location wins.
@@ -395,6 +439,10 @@ class ArrowOutputFile:
         if not self._r.local:
             self.write(data, overwrite=False)
             return
+        with _storage("write", self.location):
+            self._link_exclusive(data)
+
+    def _link_exclusive(self, data: bytes) -> None:
         path = self._r.path
         directory = os.path.dirname(path)
         os.makedirs(directory, exist_ok=True)
