@@ -54,7 +54,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 from tools.javaref.client import JavaReference
@@ -72,6 +72,7 @@ DERIVED = {"ts0_day": "unix_date(CAST(ts0 AS DATE))", "id_bucket": "pmod(hash(id
 ORDER = ("icepark", "java", "icepark parquet", "java parquet")
 SYSTEMS = ("icepark", "java")
 
+W = TypeVar("W")
 Variant = tuple[Callable[[], tuple[float, Any]], Callable[[], None]]
 """One contender of a workload: a run giving (seconds, answer), and its untimed reset."""
 Check = Callable[[dict[str, Any]], None]
@@ -395,8 +396,10 @@ def _measure(variants: dict[str, Variant], check: Check,
 
 
 def bench(rows: int, files: int, repeat: int, *, warmup_rows: int, driver_memory: str,
-          shuffle_partitions: int) -> dict[str, Any]:
-    """Run every workload; the report :func:`main` prints (and writes as JSON)."""
+          shuffle_partitions: int, only: Sequence[str] = ()) -> dict[str, Any]:
+    """Run every workload (with ``only``, those whose label holds one of its words, and the
+    unpartitioned write the others read and change); the report :func:`main` prints (and
+    writes as JSON)."""
     os.environ["TZ"] = "UTC"  # both engines collect timestamps as UTC wall times
     time.tzset()
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -424,12 +427,12 @@ def bench(rows: int, files: int, repeat: int, *, warmup_rows: int, driver_memory
         if warmup_rows:
             warm = Suite(spark, reference, catalog, root, rows=warmup_rows, files=files,
                          prefix="warm_", shuffle_partitions=shuffle_partitions)
-            for _, setup in warm.workloads():
+            for _, setup in _chosen(warm.workloads(), only):
                 _measure(*setup(), repeat=1)
         suite = Suite(spark, reference, catalog, root, rows=rows, files=files, prefix="",
                       shuffle_partitions=shuffle_partitions)
         results = []
-        for label, setup in suite.workloads():
+        for label, setup in _chosen(suite.workloads(), only):
             times = _measure(*setup(), repeat=repeat)
             results.append({"workload": label, "seconds": times,
                             "best": {key: min(values) for key, values in times.items()}})
@@ -453,6 +456,13 @@ def bench(rows: int, files: int, repeat: int, *, warmup_rows: int, driver_memory
         reference.close()
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _chosen(workloads: list[tuple[str, W]], only: Sequence[str]) -> list[tuple[str, W]]:
+    """The workloads ``only`` names (all without it); the first, the unpartitioned write whose
+    table the reads, deletes and the merge use, always."""
+    return [w for i, w in enumerate(workloads)
+            if not only or i == 0 or any(word in w[0] for word in only)]
 
 
 def markdown(report: dict[str, Any], command: str) -> str:
@@ -494,12 +504,16 @@ def main() -> None:
     parser.add_argument("--shuffle-partitions", type=int, default=8,
                         help="spark.sql.shuffle.partitions of both sessions")
     parser.add_argument("--json", type=Path, help="also write the raw times here")
+    parser.add_argument("--only", default="",
+                        help="comma-separated words: run the workloads whose label holds one "
+                             "(e.g. delete,merge); the unpartitioned write always runs")
     args = parser.parse_args()
     command = "PYTHONPATH=src:. python -m benchmarks bench_reference " + " ".join(sys.argv[1:])
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     report = bench(args.rows, args.files, args.repeat, warmup_rows=args.warmup_rows,
                    driver_memory=args.driver_memory,
-                   shuffle_partitions=args.shuffle_partitions)
+                   shuffle_partitions=args.shuffle_partitions,
+                   only=[w for w in args.only.split(",") if w])
     report = {"command": command.strip(), "started": started, **report}
     print(markdown(report, report["command"]))
     if args.json:

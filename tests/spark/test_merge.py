@@ -227,6 +227,22 @@ def test_clause_combinations_match_the_reference(spark: SparkSession, tmp_path: 
         assert not [d for t in table.scan().plan_files() for d in t.delete_files]
 
 
+def test_a_small_merge_on_read_writes_its_new_rows_in_one_file(spark: SparkSession,
+                                                                tmp_path: Path) -> None:
+    """The join's changed rows come in one partition per shuffle partition; a few new rows on
+    an unpartitioned table are written as one file, as their size asks, not one per
+    partition."""
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=False)
+    source = spark.createDataFrame(SOURCE, SOURCE_SCHEMA).repartition(4)
+    result = (merge(spark, table, source, "t.id = s.id").when_matched_update_all()
+              .when_not_matched_insert_all().execute())
+    assert result.added_data_files == 1 and result.inserted_rows > 1
+    assert result.updated_rows > 1 and result.added_delete_files == 1
+    expected = reference(list(TARGET), SOURCE, [When("matched", "update", None, None),
+                                                 When("not matched", "insert", None, None)])
+    _check(spark, table, expected, peers=False)
+
+
 def test_deletion_vector_is_merged_and_replaced(spark: SparkSession, tmp_path: Path) -> None:
     table = _make(tmp_path, "merge-on-read", 3, partitioned=False)
     expected = list(TARGET)

@@ -8,6 +8,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from icepark.spark.session import scoped_conf
+
 pytestmark = pytest.mark.spark
 
 
@@ -33,3 +35,28 @@ def test_parquet_columns_resolve_by_field_id(spark: SparkSession, tmp_path: Path
                           field("added", LongType(), 3)])
     rows = spark.read.schema(renamed).parquet(path).orderBy("key").collect()
     assert [tuple(r) for r in rows] == [("a", 1, None), ("b", 2, None)]
+
+
+def test_scoped_settings_return_the_sessions_own_when_the_last_block_ends(
+        spark: SparkSession) -> None:
+    key, other = "spark.sql.adaptive.enabled", "spark.icepark.test.scoped"
+    own = spark.conf.get(key)
+    first, second = scoped_conf(spark, {key: "false", other: "x"}), scoped_conf(
+        spark, {key: "false"})
+    first.__enter__()
+    second.__enter__()  # overlapping blocks, as two threads' jobs would be
+    assert (spark.conf.get(key), spark.conf.get(other)) == ("false", "x")
+    first.__exit__(None, None, None)  # the first to start ends first: still held
+    assert spark.conf.get(key) == "false" and spark.conf.get(other, None) is None
+    second.__exit__(None, None, None)
+    assert spark.conf.get(key) == own
+    with pytest.raises(RuntimeError), scoped_conf(spark, {key: "false"}):
+        raise RuntimeError  # restored after an error too
+    assert spark.conf.get(key) == own
+    spark.conf.set(other, "y")
+    try:
+        with scoped_conf(spark, {other: "Y"}):  # already so: left alone
+            assert spark.conf.get(other) == "y"
+        assert spark.conf.get(other) == "y"
+    finally:
+        spark.conf.unset(other)

@@ -25,9 +25,11 @@ nanosecond timestamps; unset, such reads are refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -95,6 +97,57 @@ def case_sensitive(session: SparkSession) -> bool:
     icepark matches the names of a write's DataFrame and of a read's columns and filter the
     same way."""
     return str(session.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"
+
+
+_SCOPED_LOCK = threading.Lock()
+_SCOPED: dict[tuple[int, str], tuple[int, str | None]] = {}
+"""(session, key) -> (blocks holding the setting, the session's own value) of the settings
+:func:`scoped_conf` holds."""
+
+
+@contextlib.contextmanager
+def scoped_conf(session: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` in force in ``session`` for the block (for the queries it runs), the
+    session's own values afterwards. Spark has no per-query settings: concurrent blocks
+    holding one key (always with the same value) share it, and the session's value returns
+    when the last one ends, whatever order they end in; other queries running meanwhile see
+    the settings too, so only settings that leave results unchanged belong here."""
+    held: list[str] = []
+    with _SCOPED_LOCK:
+        for key, value in settings.items():
+            slot = (id(session), key)
+            holding = _SCOPED.get(slot)
+            if holding is not None:
+                _SCOPED[slot] = (holding[0] + 1, holding[1])
+            else:
+                current = session.conf.get(key, None)
+                if current is not None and current.lower() == value.lower():
+                    continue
+                _SCOPED[slot] = (1, current)
+                session.conf.set(key, value)
+            held.append(key)
+    try:
+        yield
+    finally:
+        with _SCOPED_LOCK:
+            for key in held:
+                slot = (id(session), key)
+                count, original = _SCOPED[slot]
+                if count > 1:
+                    _SCOPED[slot] = (count - 1, original)
+                    continue
+                del _SCOPED[slot]
+                if original is None:
+                    session.conf.unset(key)
+                else:
+                    session.conf.set(key, original)
+
+
+SMALL_JOB_SETTINGS: Mapping[str, str] = {"spark.sql.adaptive.enabled": "false"}
+"""For jobs whose shuffles are few rows in as many partitions as the job chose (the positions
+of a row-level delete): adaptive execution would run each stage as a job of its own and plan
+the rest again after it, about 0.1 s on two cores for nothing it could improve
+(benchmarks/RESULTS.md, "Merge-on-read deletes")."""
 
 
 def default_parallelism(session: SparkSession) -> int:

@@ -33,6 +33,7 @@ from icepark.io.arrow.deletes import DeleteCache, sorted_unique
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.parquet.delete_writer import PositionDeleteWriter
 from icepark.io.puffin.deletion_vector import write_deletion_vectors
+from icepark.spark.frames import local_frame
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.tables import TableLike, resolve
 from icepark.spark.writer.tasks import collect_records, delete_job_files, records_batch, task_id
@@ -181,7 +182,7 @@ def _rewrite(spark: SparkSession, table: Table, options: DeleteRewriteOptions,
     results: list[GroupResult] = []
     if found.groups:
         parts = max(1, min(len(found.groups), options.max_concurrent_file_group_rewrites))
-        frame = spark.createDataFrame([(i,) for i in range(len(found.groups))], "g int")
+        frame = local_frame(spark, [(i,) for i in range(len(found.groups))], "g int")
         job = frame.repartition(parts, "g").mapInArrow(_map_function(task, found.groups),
                                                        "record binary")
         try:

@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.manifest import read_manifest
+from icepark.spark.frames import local_frame
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.tables import TableLike, resolve
 from icepark.spark.writer.tasks import collect_records, delete_job_files, records_batch, task_id
@@ -116,8 +117,8 @@ def _write_group(  # noqa: PLR0917 - one caller
     entries = sum((m.added_files_count or 0) + (m.existing_files_count or 0)
                   for m in group.manifests)
     parts = max(1, min(-(-entries // target.per_manifest), entries))
-    manifests = spark.createDataFrame([(pickle.dumps(m),) for m in group.manifests],
-                                      "manifest binary").repartition(len(group.manifests))
+    manifests = local_frame(spark, [(pickle.dumps(m),) for m in group.manifests],
+                            "manifest binary").repartition(len(group.manifests))
     read = manifests.mapInArrow(_reader(table.io, specs, positions), _ENTRY_SCHEMA)
     ordered = read.repartitionByRange(parts, _KEY).sortWithinPartitions(_KEY)
     written = ordered.mapInArrow(_writer(table.io, target, job_id, metadata_path),

@@ -45,6 +45,7 @@ from icepark.errors import ValidationError
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.puffin.deletion_vector import read_deletion_vector
 from icepark.spark.filters import field_column
+from icepark.spark.frames import local_frame
 from icepark.spark.paths import file_key, spark_file_paths, spark_location
 from icepark.spark.schema import FIELD_ID, read_schema
 from icepark.spark.session import default_parallelism
@@ -106,7 +107,7 @@ def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
         rows.extend((form, fid, *ids) for form in forms)
     ddl = ", ".join([f"{SPARK_PATH} string", f"{FILE_NUMBER} int",
                      *(f"__icepark_scope{i} int" for i in range(len(groups)))])
-    keyed = df.join(F.broadcast(spark.createDataFrame(rows, ddl)), SPARK_PATH, "left").withColumn(
+    keyed = df.join(F.broadcast(local_frame(spark, rows, ddl)), SPARK_PATH, "left").withColumn(
         FILE_NUMBER, F.when(F.col(FILE_NUMBER).isNull(), F.raise_error(F.concat(
             F.lit("icepark: no planned data file matches Spark's path "),
             F.col(SPARK_PATH)))).otherwise(F.col(FILE_NUMBER)))
@@ -134,8 +135,8 @@ def deletion_vector_rows(spark: SparkSession, vectors: Sequence[tuple[int, DataF
     references."""
     records = [dv for _, dv in vectors]
     io = file_io or ArrowFileIO()
-    numbers = spark.createDataFrame([(i, fid) for i, (fid, _) in enumerate(vectors)],
-                                    f"__icepark_dv int, {FILE_NUMBER} int")
+    numbers = local_frame(spark, [(i, fid) for i, (fid, _) in enumerate(vectors)],
+                          f"__icepark_dv int, {FILE_NUMBER} int")
     partitions = max(1, min(len(records), default_parallelism(spark)))
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -169,7 +170,7 @@ def _delete_rows(spark: SparkSession, read_type: T.StructType, files: Sequence[D
         if found is None:
             raise ValidationError(f"Spark did not list delete file {d.file_path}")
         mapping.extend((form, delete_ids[d.file_path]) for form in found)
-    ids = spark.createDataFrame(mapping, f"__icepark_dpath string, {_DELETE_ID} int")
+    ids = local_frame(spark, mapping, f"__icepark_dpath string, {_DELETE_ID} int")
     return raw.withColumn("__icepark_dpath", F.col("_metadata.file_path")).join(
         F.broadcast(ids), "__icepark_dpath").drop("__icepark_dpath")
 
@@ -180,7 +181,8 @@ def _apply_positions(spark: SparkSession, df: DataFrame, *, files: Sequence[Data
     read_type = T.StructType([
         T.StructField("file_path", T.StringType(), False, {FIELD_ID: FILE_PATH.field_id}),
         T.StructField("pos", T.LongType(), False, {FIELD_ID: POS.field_id})])
-    scope = spark.createDataFrame(
+    scope = local_frame(
+        spark,
         [(delete_ids[d.file_path], path, fid) for fid, path in enumerate(paths)
          for d in deletes[path]
          if d.content is FileContent.POSITION_DELETES and not d.is_deletion_vector],
@@ -206,7 +208,7 @@ def _apply_equality(spark: SparkSession, df: DataFrame, schema: Schema, *,
                                      if (n := schema.find_column_name(i)) is not None])
     names = [f"__icepark_eq{fid}" for fid in equality_ids]
     pairs = [(delete_ids[d], scope) for chosen, scope in scopes.items() for d in chosen]
-    scope_df = spark.createDataFrame(pairs, f"{_DELETE_ID} int, __icepark_dscope int")
+    scope_df = local_frame(spark, pairs, f"{_DELETE_ID} int, __icepark_dscope int")
     rows = (_delete_rows(spark, read_schema(pruned), files, delete_ids)
             .join(F.broadcast(scope_df), _DELETE_ID)
             .select("__icepark_dscope", *(field_column(pruned, i).alias(n)

@@ -48,6 +48,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
+from icepark.spark.frames import local_frame
 from icepark.spark.paths import spark_file_paths, spark_location
 from icepark.spark.reader.arrow_rows import arrow_rows
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
@@ -204,7 +205,8 @@ def _with_metadata(spark: SparkSession, df: DataFrame, files: Sequence[DataFile]
     """``df`` (with :data:`FILE_NUMBER` and :data:`ROW_POSITION`) with the metadata columns
     ``names``, from a broadcast table of each file's path, spec, first row ID and data
     sequence number."""
-    per_file = spark.createDataFrame(
+    per_file = local_frame(
+        spark,
         [(i, f.file_path, f.spec_id, f.first_row_id, seqs.get(f.file_path))
          for i, f in enumerate(files)],
         f"{FILE_NUMBER} int, __icepark_path string, __icepark_spec int, "

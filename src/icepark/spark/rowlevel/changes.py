@@ -45,6 +45,7 @@ On a job failure or a known commit failure every file the operation wrote is del
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,12 +55,15 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional na
 
 from icepark.errors import CardinalityViolation, CommitStateUnknown, ValidationError
 from icepark.expressions import Expr
+from icepark.io.parquet.data_writer import ParquetWriteOptions
+from icepark.spark.frames import local_frame
 from icepark.spark.layout import read_columns
 from icepark.spark.reader.deletes import BROADCAST_POSITIONS
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
 from icepark.spark.rowlevel.modes import COPY_ON_WRITE, MERGE_ON_READ
 from icepark.spark.rowlevel.positions import WrittenDeletes, write_deletes
 from icepark.spark.schema import quote
+from icepark.spark.session import default_parallelism
 from icepark.spark.writer.data_files import WrittenFiles, task_error, write_data_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
 from icepark.spec.manifest import DataFile
@@ -237,6 +241,21 @@ def _row_bytes(files: Sequence[DataFile]) -> float | None:
     return sum(f.file_size_in_bytes for f in files) / records if records else None
 
 
+def _in_tasks_for(spark: SparkSession, new: DataFrame, metadata: TableMetadata, rows: int,
+                  row_bytes: float | None) -> DataFrame:
+    """``new`` (``rows`` rows) in as many tasks as files of ``write.target-file-size-bytes``
+    they fill at ``row_bytes`` (the files read), at most the default parallelism, where the
+    write does not distribute them itself (an unpartitioned, unsorted table): the changes of
+    a join come in ``spark.sql.shuffle.partitions`` partitions, and a few thousand new rows
+    would otherwise be written as that many small files, a task each."""
+    if row_bytes is None or not metadata.spec().is_unpartitioned or \
+            not metadata.sort_order().is_unsorted:
+        return new
+    target = ParquetWriteOptions.from_properties(metadata.properties).target_file_bytes
+    return new.coalesce(max(1, min(default_parallelism(spark),
+                                   math.ceil(rows * row_bytes / target))))
+
+
 def _touched_tasks(changes: RowChanges, counts: _Counts) -> list[FileScanTask]:
     by_path = {t.data_file.file_path: t for t in changes.tasks}
     return [by_path[changes.files[n].file_path] for n in sorted(counts.touched)]
@@ -253,7 +272,8 @@ def _kept_rows(spark: SparkSession, table: Table, changes: RowChanges, rows: Dat
     again = scan_rows(spark, table, _touched_tasks(changes, counts), schema, ["*"],
                       positions=True, metadata_columns=lineage)
     renumbered = {changes.files[n].file_path: n for n in touched}
-    numbers = spark.createDataFrame(
+    numbers = local_frame(
+        spark,
         [(i, renumbered[f.file_path]) for i, f in enumerate(again.files)],
         f"{FILE_NUMBER} int, __icepark_old int")
     replaced = rows.where(F.col(KIND) != F.lit(INSERT)).select(
@@ -324,9 +344,12 @@ def _merge_on_read(
             positions = rows.where(F.col(KIND) != F.lit(INSERT)).select(FILE_NUMBER,
                                                                          ROW_POSITION)
             deletes = write_deletes(spark, table, positions, changes.files, tasks)
-        if counts.inserted or sum(counts.updated.values()):
-            written = write_data_files(_new_rows(rows, metadata), metadata, table.io,
-                                       lineage=metadata.format_version >= 3)
+        new_rows = counts.inserted + sum(counts.updated.values())
+        if new_rows:
+            written = write_data_files(
+                _in_tasks_for(spark, _new_rows(rows, metadata), metadata, new_rows,
+                              _row_bytes(changes.files)),
+                metadata, table.io, lineage=metadata.format_version >= 3)
         job_ids = [w.job_id for w in (deletes, written) if w is not None]
         delta = table.new_row_delta(
             branch=branch, snapshot_properties={**properties,

@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.io.fileio import file_io_properties
+from icepark.spark.frames import local_frame
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import (
@@ -37,7 +38,7 @@ from icepark.spark.rowlevel.delete_tasks import (
     RemovedFile,
 )
 from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
-from icepark.spark.session import default_parallelism
+from icepark.spark.session import SMALL_JOB_SETTINGS, default_parallelism, scoped_conf
 from icepark.spark.writer.data_files import RECORDS
 from icepark.spark.writer.tasks import delete_job_files
 from icepark.spec.manifest import DataFile, FileContent
@@ -88,7 +89,8 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         job = (sorted_positions(spark, positions, files, tasks, pos, planned_whole)
                .mapInArrow(delete_tasks.map_function(pos), RECORDS))
     try:
-        written, whole, added = delete_tasks.collect(job)
+        with scoped_conf(spark, SMALL_JOB_SETTINGS):
+            written, whole, added = delete_tasks.collect(job)
     except BaseException:
         delete_job_files(table.io, data_path, job_id, [])
         raise
@@ -153,7 +155,8 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
     (counted per file by a window in the same job, without another scan)."""
     index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
     number = {f.file_path: i for i, f in enumerate(files)}
-    keys = spark.createDataFrame(
+    keys = local_frame(
+        spark,
         [(number[t.data_file.file_path], t.data_file.file_path,
           index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
           t.data_file.file_path in planned_whole,

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,7 @@ from icepark.io.fileio import FileIO
 from icepark.io.parquet.data_writer import ParquetWriteOptions
 from icepark.spark import geo
 from icepark.spark.schema import default_column, quote, to_spark
+from icepark.spark.session import scoped_conf
 from icepark.spark.storage import unopenable
 from icepark.spark.transforms import partition_columns
 from icepark.spark.writer.columns import VALIDATION_PREFIX
@@ -238,23 +239,10 @@ class NativeWriteJob:
         delete_tree(file_io, self.job_dir)
 
 
-@contextlib.contextmanager
-def parquet_settings(spark: SparkSession) -> Iterator[None]:
-    """:data:`SPARK_PARQUET_SETTINGS` in force for the block; the session's own afterwards."""
-    changed: dict[str, str | None] = {}
-    for key, value in SPARK_PARQUET_SETTINGS.items():
-        current = spark.conf.get(key, None)
-        if current is None or current.lower() != value.lower():
-            changed[key] = current
-            spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in changed.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+def parquet_settings(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
+    """:data:`SPARK_PARQUET_SETTINGS` in force for the block; the session's own afterwards
+    (:func:`icepark.spark.session.scoped_conf`)."""
+    return scoped_conf(spark, SPARK_PARQUET_SETTINGS)
 
 
 def partition_dir_names(spec: PartitionSpec, columns: list[str]) -> list[str]:
