@@ -41,7 +41,6 @@ from icepark.errors import (
     NoSuchNamespace,
     NoSuchSnapshot,
     NoSuchTable,
-    StorageError,
     ValidationError,
 )
 from icepark.spec.serde import table_metadata_from_json, table_metadata_to_dict
@@ -61,7 +60,6 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (CommitFailed, EXIT_CONFLICT),
     (CommitStateUnknown, EXIT_UNKNOWN),
     (CatalogUnavailable, EXIT_UNAVAILABLE),
-    (StorageError, EXIT_UNAVAILABLE),  # the store refuses or cannot be reached
     (CorruptFile, EXIT_CORRUPT),
     (ValidationError, EXIT_INVALID),  # also malformed filters and data that does not fit
 )

@@ -201,12 +201,13 @@ class _Resolved:
 
 @contextlib.contextmanager
 def _storage(operation: str, location: str, secrets: tuple[str, ...] = ()) -> Iterator[None]:
-    """A store's ``OSError`` (other than a missing file, which callers handle) as
+    """A store's ``OSError`` (other than a missing file, or a file where a directory was to be
+    listed, which callers handle) as
     a :class:`StorageError` naming ``operation`` and ``location``, with any of ``secrets``
     taken out of the store's reason (none is known to quote them: a precaution)."""
     try:
         yield
-    except (IcebergError, FileNotFoundError):
+    except (IcebergError, FileNotFoundError, NotADirectoryError):
         raise
     except OSError as e:
         reason = str(e).strip() or type(e).__name__
