@@ -57,6 +57,7 @@ from icepark.errors import CardinalityViolation, CommitStateUnknown, ValidationE
 from icepark.expressions import Expr
 from icepark.io.parquet.data_writer import ParquetWriteOptions
 from icepark.spark.frames import local_frame
+from icepark.spark.jobs import run_together
 from icepark.spark.layout import read_columns
 from icepark.spark.reader.deletes import BROADCAST_POSITIONS
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION, scan_rows
@@ -339,17 +340,31 @@ def _merge_on_read(
     tasks = [t for t in changes.tasks if number[t.data_file.file_path] in touched]
     deletes: WrittenDeletes | None = None
     written: WrittenFiles | None = None
+    new_rows = counts.inserted + sum(counts.updated.values())
+
+    def write_positions() -> WrittenDeletes:
+        positions = rows.where(F.col(KIND) != F.lit(INSERT)).select(FILE_NUMBER, ROW_POSITION)
+        return write_deletes(spark, table, positions, changes.files, tasks)
+
+    def write_rows() -> WrittenFiles:
+        return write_data_files(
+            _in_tasks_for(spark, _new_rows(rows, metadata), metadata, new_rows,
+                          _row_bytes(changes.files)),
+            metadata, table.io, lineage=metadata.format_version >= 3)
+
     try:
-        if tasks:
-            positions = rows.where(F.col(KIND) != F.lit(INSERT)).select(FILE_NUMBER,
-                                                                         ROW_POSITION)
-            deletes = write_deletes(spark, table, positions, changes.files, tasks)
-        new_rows = counts.inserted + sum(counts.updated.values())
-        if new_rows:
-            written = write_data_files(
-                _in_tasks_for(spark, _new_rows(rows, metadata), metadata, new_rows,
-                              _row_bytes(changes.files)),
-                metadata, table.io, lineage=metadata.format_version >= 3)
+        # the two jobs read the persisted changes and need nothing of each other: at once
+        actions: list[Callable[[], WrittenDeletes | WrittenFiles]] = [
+            *([write_positions] if tasks else []), *([write_rows] if new_rows else [])]
+        outcomes = run_together(spark, actions)
+        for outcome in outcomes:
+            if isinstance(outcome.value, WrittenDeletes):
+                deletes = outcome.value
+            elif isinstance(outcome.value, WrittenFiles):
+                written = outcome.value
+        failed = next((o.error for o in outcomes if o.error is not None), None)
+        if failed is not None:
+            raise failed
         job_ids = [w.job_id for w in (deletes, written) if w is not None]
         delta = table.new_row_delta(
             branch=branch, snapshot_properties={**properties,
