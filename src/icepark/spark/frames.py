@@ -3,9 +3,9 @@ cost no Spark job.
 
 ``spark.createDataFrame(rows)`` of a Python list makes an RDD (``Scan ExistingRDD``): joining
 it, even as a broadcast, first runs a Spark job that collects it back, about 0.1 s each on
-two cores (benchmarks/RESULTS.md, "Merge-on-read deletes"). An Arrow table becomes a local
-relation (``LocalTableScan``) that Spark broadcasts from the driver's memory, on a classic
-session and over Spark Connect alike.
+two cores (benchmarks/RESULTS.md, "icepark against the Java reference"). An Arrow table
+becomes a local relation (``LocalTableScan``) that Spark broadcasts from the driver's memory,
+on a classic session and over Spark Connect alike.
 
 >>> from icepark.spark.frames import arrow_table
 >>> arrow_table([(1, "a"), (2, None)], "n int, name string").to_pydict()

@@ -145,9 +145,9 @@ def scoped_conf(session: SparkSession, settings: Mapping[str, str]) -> Iterator[
 
 SMALL_JOB_SETTINGS: Mapping[str, str] = {"spark.sql.adaptive.enabled": "false"}
 """For jobs whose shuffles are few rows in as many partitions as the job chose (the positions
-of a row-level delete): adaptive execution would run each stage as a job of its own and plan
-the rest again after it, about 0.1 s on two cores for nothing it could improve
-(benchmarks/RESULTS.md, "Merge-on-read deletes")."""
+of a row-level delete, a merge source's key range: one row): adaptive execution would run each
+stage as a job of its own and plan the rest again after it, about 0.1 s on two cores for
+nothing it could improve (benchmarks/RESULTS.md, "icepark against the Java reference")."""
 
 
 def default_parallelism(session: SparkSession) -> int:

@@ -44,6 +44,7 @@ from icepark.expressions import (
     less_than_or_equal,
     parse,
 )
+from icepark.spark.session import SMALL_JOB_SETTINGS, scoped_conf
 from icepark.spec.schema import Schema
 from icepark.spec.types import PrimitiveType, TypeId
 
@@ -120,7 +121,8 @@ def source_filter(source: DataFrame, source_alias: str, keys: tuple[KeyPair, ...
     columns = [F.col(_source_name(source_alias, k.source)) for k in usable]
     aggregates = [agg for c in columns
                   for agg in (F.min(c), F.max(c), F.approx_count_distinct(c, 0.05))]
-    row = aliased.agg(*aggregates).first()
+    with scoped_conf(source.sparkSession, SMALL_JOB_SETTINGS):  # one row out: one job
+        row = aliased.agg(*aggregates).first()
     assert row is not None  # an aggregate without grouping has one row
     filters: list[Expr] = []
     for i, (key, column) in enumerate(zip(usable, columns, strict=True)):
