@@ -15,8 +15,8 @@ import pytest
 
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
-from icepark.errors import CorruptFile, FileNotFound
-from icepark.io.arrow.parquet_file import decoded_batches, open_parquet, read_footer
+from icepark.errors import CorruptFile, FileNotFound, StorageError
+from icepark.io.arrow.parquet_file import decoded_batches, decoding, open_parquet, read_footer
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.parquet.delete_writer import (
@@ -184,6 +184,22 @@ def test_only_decoding_errors_are_relabelled(bad_file: str) -> None:
         with pytest.raises(ZeroDivisionError):
             for _ in decoded_batches([1], bad_file):
                 _ = 1 // 0
+
+
+def test_a_read_the_object_store_fails_is_a_storage_error_not_a_corrupt_file(
+        bad_file: str) -> None:
+    """pyarrow's S3 file system raises an errno-less OSError, as a decoding error is, for a
+    request that fails mid-file ("AWS Error <code> during <operation> operation: ...")."""
+    def cut_off() -> Iterator[int]:
+        yield 1
+        raise OSError("When reading information for key 'k' in bucket 'b': AWS Error "
+                      "NETWORK_CONNECTION during GetObject operation: curlCode: 28")
+
+    with pytest.raises(StorageError, match=r"^Cannot read s3://b/k: .*NETWORK_CONNECTION"):
+        list(decoded_batches(cut_off(), "s3://b/k"))
+    # an errno-less OSError of the file's own is still a corrupt file
+    with pytest.raises(CorruptFile), decoding(bad_file):
+        raise OSError("Couldn't deserialize thrift: TProtocolException: Invalid data")
 
 
 # ------------------------------------------------------------------------------------- Spark

@@ -33,15 +33,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icepark.errors import CorruptFile, IcebergError
+from icepark.errors import CorruptFile, IcebergError, StorageError
 
 DATA_FILE = "Data file"
 POSITION_DELETE_FILE = "Position delete file"
 EQUALITY_DELETE_FILE = "Equality delete file"
 
 
+_STORE_FAILURE = "AWS Error "
+"""How pyarrow's S3 file system words every failure of a request ("AWS Error <code> during
+<operation> operation: ..."): an errno-less ``OSError`` like a decoding error's, but the
+store's, not the file's."""
+
+
+def _is_store_failure(error: BaseException) -> bool:
+    return (isinstance(error, OSError) and not isinstance(error, IcebergError)
+            and _STORE_FAILURE in str(error))
+
+
 def _is_decoding_error(error: BaseException) -> bool:
-    if isinstance(error, IcebergError | FileNotFoundError):
+    if isinstance(error, IcebergError | FileNotFoundError) or _is_store_failure(error):
         return False
     if isinstance(error, pa.ArrowException | ValueError):  # ArrowInvalid, UnicodeDecodeError
         return True
@@ -51,10 +62,15 @@ def _is_decoding_error(error: BaseException) -> bool:
 @contextmanager
 def decoding(location: str, what: str = DATA_FILE) -> Iterator[None]:
     """Raise a decoding error of the block as :class:`CorruptFile` naming ``location``
-    (``what`` says which kind of file it is: "Data file", "Position delete file" ...)."""
+    (``what`` says which kind of file it is: "Data file", "Position delete file" ...), and a
+    read the object store failed (a connection cut mid-file) as
+    :class:`~icepark.errors.StorageError`, not as a corrupt file."""
     try:
         yield
     except Exception as e:
+        if _is_store_failure(e):
+            reason = str(e).strip()
+            raise StorageError("read", location, reason, getattr(e, "errno", None)) from None
         if not _is_decoding_error(e):
             raise
         reason = str(e).strip() or type(e).__name__
