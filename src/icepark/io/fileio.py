@@ -199,21 +199,27 @@ class _Resolved:
     secrets: tuple[str, ...] = ()  # values no error message may show
 
 
+def storage_error(operation: str, location: str, error: OSError,
+                  secrets: tuple[str, ...] = ()) -> StorageError:
+    """The store's ``error`` as a :class:`StorageError` naming ``operation`` and
+    ``location``, with any of ``secrets`` taken out of the store's reason (none is known to
+    quote them: a precaution)."""
+    reason = str(error).strip() or type(error).__name__
+    for secret in secrets:
+        reason = reason.replace(secret, "<secret>")
+    return StorageError(operation, location, reason, error.errno)
+
+
 @contextlib.contextmanager
 def _storage(operation: str, location: str, secrets: tuple[str, ...] = ()) -> Iterator[None]:
     """A store's ``OSError`` (other than a missing file, or a file where a directory was to be
-    listed, which callers handle) as
-    a :class:`StorageError` naming ``operation`` and ``location``, with any of ``secrets``
-    taken out of the store's reason (none is known to quote them: a precaution)."""
+    listed, which callers handle) as a :func:`storage_error`."""
     try:
         yield
     except (IcebergError, FileNotFoundError, NotADirectoryError):
         raise
     except OSError as e:
-        reason = str(e).strip() or type(e).__name__
-        for secret in secrets:
-            reason = reason.replace(secret, "<secret>")
-        raise StorageError(operation, location, reason, e.errno) from None
+        raise storage_error(operation, location, e, secrets) from None
 
 
 class ArrowFileIO:

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icepark.errors import CorruptFile, IcebergError, StorageError
+from icepark.errors import CorruptFile, IcebergError
+from icepark.io.fileio import storage_error
 
 DATA_FILE = "Data file"
 POSITION_DELETE_FILE = "Position delete file"
@@ -46,7 +47,7 @@ _STORE_FAILURE = "AWS Error "
 store's, not the file's."""
 
 
-def _is_store_failure(error: BaseException) -> bool:
+def _is_store_failure(error: BaseException) -> TypeGuard[OSError]:
     return (isinstance(error, OSError) and not isinstance(error, IcebergError)
             and _STORE_FAILURE in str(error))
 
@@ -69,8 +70,7 @@ def decoding(location: str, what: str = DATA_FILE) -> Iterator[None]:
         yield
     except Exception as e:
         if _is_store_failure(e):
-            reason = str(e).strip()
-            raise StorageError("read", location, reason, getattr(e, "errno", None)) from None
+            raise storage_error("read", location, e) from None
         if not _is_decoding_error(e):
             raise
         reason = str(e).strip() or type(e).__name__
