@@ -5,7 +5,9 @@ cost no Spark job.
 it, even as a broadcast, first runs a Spark job that collects it back, about 0.1 s each on
 two cores (benchmarks/RESULTS.md, "icepark against the Java reference"). An Arrow table
 becomes a local relation (``LocalTableScan``) that Spark broadcasts from the driver's memory,
-on a classic session and over Spark Connect alike.
+on a classic session and over Spark Connect alike. Broadcasting it still runs a small job
+(about 20 ms, two of them per merge-on-read delete); a lookup in a table of a few rows
+(:func:`lookup`) is written into the query as ``CASE`` expressions instead, which run none.
 
 >>> from icepark.spark.frames import arrow_table
 >>> arrow_table([(1, "a"), (2, None)], "n int, name string").to_pydict()
@@ -18,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.errors import UnsupportedFeature
 
@@ -44,4 +47,46 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) ->
     return spark.createDataFrame(arrow_table(rows, ddl))
 
 
-__all__ = ["arrow_table", "local_frame"]
+LOOKUP_ROWS = 8
+"""The most rows :func:`lookup` writes into a query. Each row a value is looked up in costs one
+comparison of the key (a file path: tens of bytes) per row of the query, where a broadcast
+hash join costs one hash of it; past a few rows the join is cheaper than its job."""
+
+
+def lookup(key: str, rows: Sequence[Sequence[Any]], ddl: str) -> dict[str, Column] | None:
+    """The columns of ``ddl`` after the first, for the row of ``rows`` whose first value equals
+    the column named ``key``, as ``CASE`` expressions (null where no row matches): what a
+    broadcast join with ``local_frame(spark, rows, ddl)`` on its first column gives, without
+    the Spark job that broadcasting runs. None for more than :data:`LOOKUP_ROWS` rows: join
+    the local frame instead. Each column is one SQL expression (one call to the JVM; the
+    values as literals whatever their characters)."""
+    if len(rows) > LOOKUP_ROWS:
+        return None
+    columns = [tuple(part.split()) for part in ddl.split(",")]
+    quoted = "`" + key.replace("`", "``") + "`"
+    out: dict[str, Column] = {}
+    for i, (name, kind) in enumerate(columns[1:], start=1):
+        branches = " ".join(f"WHEN {_literal(row[0], columns[0][1])} "
+                            f"THEN {_literal(row[i], kind)}" for row in rows)
+        out[name] = (F.expr(f"CASE {quoted} {branches} ELSE CAST(NULL AS {kind}) END")
+                     if rows else F.lit(None).cast(kind))
+    return out
+
+
+def _literal(value: Any, kind: str) -> str:
+    """``value`` as a Spark SQL literal of type ``kind`` (strings and bytes in hex, so that
+    no character needs escaping)."""
+    if value is None:
+        return f"CAST(NULL AS {kind})"
+    if kind == "string":
+        return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
+    if kind == "binary":
+        return f"X'{bytes(value).hex()}'"
+    if kind == "boolean":
+        return "TRUE" if value else "FALSE"
+    if kind == "double":  # 'nan' and 'inf' too
+        return f"CAST('{float(value)!r}' AS DOUBLE)"
+    return f"CAST({value!r} AS {kind})"
+
+
+__all__ = ["LOOKUP_ROWS", "arrow_table", "local_frame", "lookup"]

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.io.fileio import file_io_properties
-from icepark.spark.frames import local_frame
+from icepark.spark.frames import local_frame, lookup
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import (
@@ -155,26 +155,34 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
     (counted per file by a window in the same job, without another scan)."""
     index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
     number = {f.file_path: i for i, f in enumerate(files)}
-    keys = local_frame(
-        spark,
-        [(number[t.data_file.file_path], t.data_file.file_path,
-          index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
-          t.data_file.file_path in planned_whole,
-          None if t.delete_files else t.data_file.record_count) for t in tasks],
-        f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, __icepark_planned boolean, "
-        "__icepark_records long")
+    rows = [(number[t.data_file.file_path], t.data_file.file_path,
+             index.get((t.data_file.spec_id, tuple(t.data_file.partition)), 0),
+             t.data_file.file_path in planned_whole,
+             None if t.delete_files else t.data_file.record_count) for t in tasks]
+    ddl = (f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, "
+           "__icepark_planned boolean, __icepark_records long")
+    found = lookup(FILE_NUMBER, rows, ddl)
+    if found is None:
+        keyed = positions.select(FILE_NUMBER, ROW_POSITION).join(
+            F.broadcast(local_frame(spark, rows, ddl)), FILE_NUMBER)
+    else:  # a few files: no broadcast, so no job for it; a position of another is a bug
+        found["file_path"] = F.coalesce(found["file_path"], F.raise_error(F.concat(
+            F.lit("icepark: a position of an unplanned data file number "),
+            F.col(FILE_NUMBER).cast("string"))).cast("string"))
+        keyed = positions.select(FILE_NUMBER, ROW_POSITION,
+                                 *(c.alias(n) for n, c in found.items()))
     spread = len(tasks) if task is None else len(task.groups)
     partitions = max(1, min(spread, default_parallelism(spark)))
     by = FILE_NUMBER if task is None else GROUP_COLUMN
+    # the window needs its rows clustered and sorted by (group, file): the sort gives both,
+    # and the window keeps the order
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
-    return (positions.select(FILE_NUMBER, ROW_POSITION)
-            .join(F.broadcast(keys), FILE_NUMBER)
-            .repartition(partitions, by)
-            .withColumn(WHOLE_COLUMN, F.col("__icepark_planned") | F.coalesce(
-                matched == F.col("__icepark_records"), F.lit(False)))
+    return (keyed.repartition(partitions, by)
             .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
             .select(GROUP_COLUMN, "file_path", F.col(ROW_POSITION).alias("pos"),
-                    WHOLE_COLUMN))
+                    (F.col("__icepark_planned") | F.coalesce(
+                        matched == F.col("__icepark_records"), F.lit(False))
+                     ).alias(WHOLE_COLUMN)))
 
 
 __all__ = ["WrittenDeletes", "replaced_deletes", "sorted_positions", "write_deletes"]
