@@ -11,7 +11,8 @@ block's count is negative, its absolute value is used, and the count is followed
 a long block size"; "A union is encoded by first writing an int value indicating the
 zero-based position within the union of the schema of its value."
 
-Varints of up to three bytes are decoded inline; runs of varints (an ``int -> long`` map) are
+Varints of up to three bytes are decoded inline, longer ones by
+:func:`icepark.io.avro.varint.read_long`; runs of varints (an ``int -> long`` map) are
 skipped by one regular-expression match; a run of skipped fields whose encoding is the common
 one is skipped by one match of a pattern from :mod:`icepark.io.avro.pattern`.
 """
@@ -26,25 +27,12 @@ from typing import Any
 
 from icepark.errors import UnsupportedFeature
 from icepark.io.avro.pattern import lazy_pattern, skip_pattern
+from icepark.io.avro.varint import read_long
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _VARINTS = frozenset({"int", "long"})
 _MAX_DEPTH = 32
 NOT_PAIRS = object()
-
-
-def _long(d: bytes, p: int) -> tuple[int, int]:
-    """The zig-zag varint at ``p`` and the position after it."""
-    shift = value = 0
-    while True:
-        b = d[p]
-        p += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), p
-        shift += 7
-        if shift > 63:
-            raise ValueError(f"varint longer than 10 bytes at {p}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,7 +47,7 @@ def _bad(message: str) -> ValueError:
 
 _UNPACK_F = struct.Struct("<f").unpack_from
 _UNPACK_D = struct.Struct("<d").unpack_from
-NAMESPACE: dict[str, Any] = {"_long": _long, "_run": _varint_run, "_bad": _bad,
+NAMESPACE: dict[str, Any] = {"_long": read_long, "_run": _varint_run, "_bad": _bad,
                               "_f": _UNPACK_F, "_d": _UNPACK_D}
 
 

@@ -44,16 +44,9 @@ from typing import Any
 
 from icepark.errors import CorruptFile, IcebergError, UnsupportedFeature, ValidationError
 from icepark.io.avro.compiled import BlockReader
-from icepark.io.avro.file import (
-    CODEC_PROPERTY,
-    LEVEL_PROPERTY,
-    AvroWriter,
-    avro_codec,
-    coalesced,
-    open_blocks,
-    open_reader,
-)
+from icepark.io.avro.reader import coalesced, open_blocks, open_reader
 from icepark.io.avro.schema import to_avro
+from icepark.io.avro.writer import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec
 from icepark.io.fileio import FileIO
 from icepark.io.manifest import codec
 from icepark.io.manifest.cache import ManifestCache, estimate_bytes

@@ -29,8 +29,9 @@ from typing import Any
 
 from icepark.errors import CorruptFile, ValidationError
 from icepark.io.avro.encoder import ListColumn, StructColumn
-from icepark.io.avro.file import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec, open_reader
+from icepark.io.avro.reader import open_reader
 from icepark.io.avro.schema import to_avro
+from icepark.io.avro.writer import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.decoder import DECODING_ERRORS, field_names
 from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER, read_manifest_metadata

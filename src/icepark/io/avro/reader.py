@@ -1,22 +1,21 @@
-"""Avro object container files: writing them from columns, opening them for reading.
+"""Reading Avro object container files: records through fastavro, or raw blocks.
 
 Avro spec, *Object Container Files*: "A file consists of: A file header, followed by one or more
-file data blocks." The header is the magic ``Obj\\x01``, "file metadata, including the schema"
-(a ``map<bytes>`` holding ``avro.schema`` and ``avro.codec`` next to user keys) and "the 16-byte,
-randomly-generated sync marker for this file"; a block is "a long indicating the count of
-objects in this block", "a long indicating the size in bytes of the serialized objects in the
-current block, after any codec is applied", the serialized objects, and the sync marker.
+file data blocks." The header (:mod:`icepark.io.avro.header`) holds "file metadata, including
+the schema" and "the 16-byte, randomly-generated sync marker for this file"; a block is "a long
+indicating the count of objects in this block", "a long indicating the size in bytes of the
+serialized objects in the current block, after any codec is applied", the serialized objects,
+and the sync marker.
 
-Writing encodes rows with :mod:`icepark.io.avro.encoder` and compresses the blocks on helper
-threads (numpy, zlib and zstd release the GIL) while the caller prepares the next rows; blocks
-are written in order.
-Reading checks and decompresses each block, then lets fastavro decode the records, with the
-header's schema rewritten without logical types so that dates, times and timestamps stay the
-ints Iceberg stores (fastavro would turn them into ``datetime`` values, which cannot hold every
-Iceberg value).
+Each block is checked and decompressed here. :func:`open_reader` then lets fastavro decode the
+records, with the header's schema rewritten without logical types so that dates, times and
+timestamps stay the ints Iceberg stores (fastavro would turn them into ``datetime`` values,
+which cannot hold every Iceberg value); :func:`open_blocks` hands the blocks to a decoder of
+the caller's (:mod:`icepark.io.avro.compiled`).
 
 >>> import io
 >>> from icepark.io.avro.encoder import StructColumn
+>>> from icepark.io.avro.writer import AvroWriter
 >>> schema = {"type": "record", "name": "r", "fields": [
 ...     {"name": "day", "type": {"type": "int", "logicalType": "date"}}]}
 >>> buf = io.BytesIO()
@@ -35,166 +34,17 @@ import functools
 import io
 import json
 import lzma
-import os
-import threading
 import zlib
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
-import numpy as np
 
-from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
-from icepark.io.avro.encoder import RecordEncoder, StructColumn, zigzag_varint
-
-MAGIC = b"Obj\x01"
-DEFAULT_BLOCK_BYTES = 1 << 20
-DEFAULT_DEFLATE_LEVEL = 3
-"""Used unless ``write.avro.compression-level`` is set. The spec leaves the level to writers
-(Java Iceberg uses 9, zlib's default is 6): on manifests, zlib's levels above 3 switch to lazy
-matching and cost about 3x the CPU for files about 3% smaller."""
-CODEC_PROPERTY = "write.avro.compression-codec"
-LEVEL_PROPERTY = "write.avro.compression-level"
-# Iceberg's codec names (table property values) and Avro's own, to Avro's.
-_WORKERS = min(2, os.cpu_count() or 1)  # row batches encoded and compressed at once
-_CODECS = {"gzip": "deflate", "deflate": "deflate", "zstd": "zstandard",
-           "zstandard": "zstandard", "uncompressed": "null", "null": "null"}
-
-
-def avro_codec(name: str | None) -> str:
-    """The Avro codec for a ``write.avro.compression-codec`` value (default ``gzip``).
-
-    >>> avro_codec("gzip"), avro_codec("zstd"), avro_codec(None)
-    ('deflate', 'zstandard', 'deflate')
-    """
-    codec = _CODECS.get((name or "gzip").lower())
-    if codec is None:
-        raise UnsupportedFeature(
-            f"Unsupported Avro compression codec {name!r}: use one of {sorted(_CODECS)}")
-    return codec
-
-
-def _compressor(codec: str, level: int | None) -> Any:
-    if codec == "null":
-        return None
-    if codec == "deflate":
-        lvl = DEFAULT_DEFLATE_LEVEL if level is None else level
-
-        def deflate(data: bytes) -> bytes:
-            c = zlib.compressobj(lvl, zlib.DEFLATED, -15)  # raw deflate: RFC 1951
-            return c.compress(data) + c.flush()
-
-        return deflate
-    try:
-        import zstandard  # noqa: PLC0415 - optional dependency, only for this codec
-    except ImportError:
-        raise UnsupportedFeature("The zstandard codec needs the 'zstandard' package") from None
-    zstd_level = 3 if level is None else level
-    local = threading.local()
-
-    def zstd(data: bytes) -> bytes:
-        # "ZstdCompressor instances are not thread safe": blocks are compressed on several
-        # threads at once, so each thread keeps its own.
-        compressor = getattr(local, "compressor", None)
-        if compressor is None:
-            compressor = local.compressor = zstandard.ZstdCompressor(level=zstd_level)
-        return bytes(compressor.compress(data))
-
-    return zstd
-
-
-def _map_of_bytes(entries: Mapping[str, bytes]) -> bytes:
-    out = [zigzag_varint(len(entries))] if entries else []
-    for key, value in entries.items():
-        k = key.encode()
-        out += [zigzag_varint(len(k)), k, zigzag_varint(len(value)), value]
-    out.append(b"\x00")
-    return b"".join(out)
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _block_pool() -> ThreadPoolExecutor:
-    """One pool of block encoders for every writer: starting threads per manifest cost more
-    than encoding a small manifest."""
-    global _POOL  # noqa: PLW0603 - a lazily created process-wide pool
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="avro-block")
-        return _POOL
-
-
-class AvroWriter:
-    """Writes an Avro container file of ``schema`` records to ``stream``, in blocks of about
-    ``block_bytes`` uncompressed bytes. The caller closes ``stream`` after :meth:`close`."""
-
-    def __init__(self, stream: Any, schema: Any, metadata: Mapping[str, str], *,
-                 codec: str = "deflate", level: int | None = None,
-                 block_bytes: int = DEFAULT_BLOCK_BYTES) -> None:
-        self._stream = stream
-        self._schema = schema
-        self._encoder = RecordEncoder(schema)
-        self._compress = _compressor(codec, level)
-        self._block_bytes = block_bytes
-        self._sync = os.urandom(16)
-        self._pending: deque[Future[list[bytes]]] = deque()
-        self.bytes_written = 0
-        self.closed = False
-        header = {"avro.schema": json.dumps(schema, separators=(",", ":")).encode(),
-                  "avro.codec": codec.encode()}
-        header.update((k, v.encode()) for k, v in metadata.items())
-        self._write(MAGIC + _map_of_bytes(header) + self._sync)
-
-    def _write(self, data: bytes) -> None:
-        self._stream.write(data)
-        self.bytes_written += len(data)
-
-    def write_rows(self, rows: StructColumn) -> None:
-        """Encode ``rows`` and write them as one or more blocks (on a helper thread: the
-        caller may prepare the next rows meanwhile; blocks are written in order)."""
-        if rows.length == 0:
-            return
-        self._pending.append(_block_pool().submit(self._blocks, rows))
-        while len(self._pending) > _WORKERS:
-            self._write_pending()
-
-    def _blocks(self, rows: StructColumn) -> list[bytes]:
-        """The encoded, compressed blocks of ``rows``, cut at row boundaries every
-        ``block_bytes`` or so."""
-        n = rows.length
-        data, offsets = self._encoder.encode(rows)
-        blocks = []
-        start = 0
-        while start < n:
-            end = int(np.searchsorted(offsets, offsets[start] + self._block_bytes, "right")) - 1
-            end = min(max(end, start + 1), n)
-            block = data[offsets[start]:offsets[end]].tobytes()
-            if self._compress is not None:
-                block = self._compress(block)
-            blocks.append(b"".join((zigzag_varint(end - start), zigzag_varint(len(block)),
-                                    block, self._sync)))
-            start = end
-        return blocks
-
-    def _write_pending(self) -> None:
-        for block in self._pending.popleft().result():
-            self._write(block)
-
-    def close(self) -> None:
-        """Write the last block (the stream stays open)."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            while self._pending:
-                self._write_pending()
-        finally:
-            self._pending.clear()
+from icepark.errors import CorruptFile, UnsupportedFeature
+from icepark.io.avro.encoder import zigzag_varint
+from icepark.io.avro.header import encode_header, read_header
+from icepark.io.avro.varint import read_long
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +69,7 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     # spec's metadata values are bytes
     patched = {"avro.schema": json.dumps(_strip_logical_types(header.schema)).encode(),
                "avro.codec": b"null"}
-    chunks = _blocks(stream, MAGIC + _map_of_bytes(patched) + header.sync, header, location)
+    chunks = _blocks(stream, encode_header(patched, header.sync), header, location)
     buffered = io.BufferedReader(_ChunkStream(chunks, stream), buffer_size=1 << 16)
     try:
         reader = fastavro.reader(buffered)
@@ -245,7 +95,7 @@ class _Header:
 def _open_header(stream: Any, location: str) -> _Header:
     """The header of the container file in ``stream``; ``CorruptFile`` if it holds none."""
     try:
-        raw = _read_header(stream)
+        raw = read_header(stream)
         schema = json.loads(raw["avro.schema"])
         codec = raw.get("avro.codec", b"null").decode()
         smallest = smallest_record(raw["avro.schema"])
@@ -389,8 +239,8 @@ def raw_blocks(stream: Any, header: _Header, location: str) -> Iterator[tuple[in
     sync, decompress, smallest = header.sync, header.decompress, header.smallest
     while p < end:
         try:
-            count, p = _long_at(data, p)
-            size, p = _long_at(data, p)
+            count, p = read_long(data, p)
+            size, p = read_long(data, p)
             if count < 0 or size < 0:
                 raise ValueError(f"negative block count {count} or size {size}")
             if p + size + 16 > end:
@@ -432,20 +282,6 @@ def coalesced(blocks: Iterator[tuple[int, bytes]], min_bytes: int = 1 << 16
             parts, count, size = [], 0, 0
     if parts:
         yield count, parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _long_at(data: bytes, p: int) -> tuple[int, int]:
-    """The zig-zag varint at ``data[p]`` and the position after it."""
-    shift = result = 0
-    while True:
-        byte = data[p]  # an IndexError past the end: a truncated file
-        p += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), p
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,45 +356,5 @@ def _strip_logical_types(schema: Any) -> Any:
     return out
 
 
-def _read_exact(stream: Any, n: int) -> bytes:
-    """``n`` bytes; a length that is negative or longer than the rest of the file is found
-    before reading (never allocated)."""
-    if n < 0:
-        raise ValueError(f"negative length {n}")
-    if n > 1 and hasattr(stream, "size") and n > stream.size() - stream.tell():
-        raise EOFError(f"a length of {n} bytes runs past the end of the file")
-    data = bytes(stream.read(n))
-    if len(data) != n:
-        raise EOFError(f"a length of {n} bytes runs past the end of the file")
-    return data
-
-
-def _read_long(stream: Any, first: int | None = None) -> int:
-    shift = result = 0
-    while True:
-        byte = _read_exact(stream, 1)[0] if first is None else first
-        first = None
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1)
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
-
-
-def _read_header(stream: Any) -> dict[str, bytes]:
-    """The header's metadata map, plus the sync marker under ``avro.sync``."""
-    if _read_exact(stream, 4) != MAGIC:
-        raise ValueError("bad magic bytes")
-    entries: dict[str, bytes] = {}
-    while (count := _read_long(stream)) != 0:
-        if count < 0:  # a negative count is followed by the block's byte size
-            count = -count
-            _read_long(stream)
-        for _ in range(count):
-            key = _read_exact(stream, _read_long(stream)).decode()
-            entries[key] = _read_exact(stream, _read_long(stream))
-    if "avro.schema" not in entries:
-        raise ValidationError("no avro.schema in the header")
-    entries["avro.sync"] = _read_exact(stream, 16)
-    return entries
+__all__ = ["AvroBlocks", "AvroReader", "coalesced", "open_blocks", "open_reader", "raw_blocks",
+           "smallest_record"]
