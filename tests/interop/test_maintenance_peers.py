@@ -115,13 +115,17 @@ def _data_files(table: Table) -> int:
 
 def _icepark_table(spark: SparkSession, shared: Shared, name: str, version: int) -> Table:
     """A partitioned table icepark wrote: three appends (a file per partition each) and two
-    merge-on-read deletes of position delete files; on v3 the table is then upgraded, gets a
-    fourth append and deletes (deletion vectors) in new files and in an old one (its vector
-    takes in the old position deletes, which stay for the other files)."""
+    merge-on-read deletes of position delete files, a file per partition
+    (``write.delete.granularity=partition``: each covers several data files); on v3 the
+    table is then upgraded, gets a fourth append and deletes (deletion vectors) in new files
+    and in an old one (its vector takes in the old position deletes, which stay for the other
+    files)."""
     table = shared.ours.create_table(shared.ident(name), SCHEMA,
                                      partition_spec=PartitionSpecBuilder(SCHEMA)
                                      .identity("k").build(),
-                                     properties=MERGE_ON_READ, format_version=2)
+                                     properties={**MERGE_ON_READ,
+                                                 "write.delete.granularity": "partition"},
+                                     format_version=2)
     for n in range(3):
         table = _append(table, range(n * 60, (n + 1) * 60))
     ips.delete(spark, table, _in({i for i in range(180) if i % 7 == 0}))

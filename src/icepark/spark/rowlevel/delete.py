@@ -71,6 +71,7 @@ from icepark.spark.rowlevel.modes import (
     COPY_ON_WRITE,
     DELETE_MODE,
     MERGE_ON_READ,
+    delete_granularity,
     row_level_mode,
 )
 from icepark.spark.rowlevel.positions import write_deletes
@@ -157,6 +158,8 @@ def delete_rows(spark: SparkSession, table: Table, where: str | Expr, *,
 def _delete_rows(spark: SparkSession, table: Table, where: str | Expr, branch: str,
                  snapshot_properties: Mapping[str, str] | None) -> DeleteResult:
     mode = delete_mode(table.metadata)
+    if mode == MERGE_ON_READ:
+        delete_granularity(table.metadata)  # a bad value fails before any job
     plan = _plan(spark, table, as_expr(where), branch)
     if plan is None:
         return NOTHING
@@ -279,7 +282,8 @@ def _merge_on_read(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     to_read = sorted(plan.to_read, key=lambda t: t.data_file.file_path)
     scanned = _scan(spark, table, plan, to_read)
     written = write_deletes(spark, table, scanned.rows, scanned.files, to_read,
-                            planned_whole={t.data_file.file_path for t in plan.whole})
+                            planned_whole={t.data_file.file_path for t in plan.whole},
+                            from_scan=True)
     try:
         gone = {r.file_path for r in written.whole}
         removed = [*plan.whole, *(t for t in plan.partial if t.data_file.file_path in gone)]

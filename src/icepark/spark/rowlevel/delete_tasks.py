@@ -12,18 +12,26 @@ Rows arrive with a :data:`GROUP_COLUMN` (the index of a (spec ID, partition) pai
 the first three; each run of one group is written by one
 :class:`~icepark.io.parquet.delete_writer.PositionDeleteWriter` (which checks the order and rolls
 files
-at ``write.target-file-size-bytes``). The positions of a data file removed whole
+at ``write.target-file-size-bytes``); with ``file`` granularity
+(:data:`~icepark.spark.rowlevel.modes.DELETE_GRANULARITY`) each data file's run gets a writer of
+its own. The positions of a data file removed whole
 (:data:`WHOLE_COLUMN` true: every row of it is deleted) are not written; the task reports the
 file and its number of positions as a :class:`RemovedFile` instead. Files are named
 ``<data path>/<partition path>/<job id>-<task id>-<n>-deletes.parquet``, so the driver finds
 every file of a failed job by its UUID (:func:`icepark.spark.writer.tasks.delete_job_files`).
+
+A DELETE's positions need no shuffle when each delete file covers one data file
+(:func:`write_file_deletes`): each scan task sorts the positions it found by file and position
+and writes a delete file per data file, reporting how many positions each data file had
+(:class:`FilePositions`); the driver adds the counts up, since Spark may split a large file
+between tasks, and finds the files removed whole from them.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +74,8 @@ class PositionDeleteTask:
     """(spec ID, partition tuple) of each group, by :data:`GROUP_COLUMN` value."""
     io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The FileIO properties of the table (may hold credentials: not in the ``repr``)."""
+    file_scoped: bool = False
+    """Whether each delete file covers one data file (``file`` granularity)."""
 
     def file_io(self) -> FileIO:
         return ArrowFileIO(self.io_properties)
@@ -83,21 +93,28 @@ class _GroupWriters:
         self._io = file_io
         self._prefix = f"{task.job_id}-{task_name}"
         self._count = 0
-        self._group: int | None = None
+        self._key: tuple[int, str | None] | None = None
         self._writer: PositionDeleteWriter | None = None
         self._files: list[DataFile] = []
         self._created: list[PositionDeleteWriter] = []
 
-    def write(self, group: int, rows: pa.RecordBatch) -> None:
-        if group != self._group or self._writer is None:
+    def write(self, group: int, rows: pa.RecordBatch, data_file: str | None = None) -> None:
+        """Write ``rows`` of ``group`` (of one ``data_file`` if given: a writer of its own)."""
+        if (group, data_file) != self._key or self._writer is None:
             self._finish()
             self._writer = self._open(group)
-            self._group = group
+            self._key = (group, data_file)
         self._writer.write(rows)
 
     def close(self) -> list[DataFile]:
         self._finish()
         return self._files
+
+    def finish(self) -> list[DataFile]:
+        """Close the open writer; the files it wrote."""
+        before = len(self._files)
+        self._finish()
+        return self._files[before:]
 
     def abort(self) -> None:
         for writer in self._created:
@@ -150,8 +167,11 @@ def write_position_deletes(task: PositionDeleteTask, batches: Iterable[pa.Record
                 kept = batch.filter(pc.invert(whole))
             rows = kept.select(["file_path", "pos"])
             groups = kept.column(GROUP_COLUMN)  # non-null: one column's runs of equal values
-            for start, end in equal_runs([groups], len(groups)):
-                writers.write(int(groups[start].as_py()), rows.slice(start, end - start))
+            paths = kept.column("file_path")
+            for start, end in equal_runs([groups, paths] if task.file_scoped else [groups],
+                                         len(groups)):
+                writers.write(int(groups[start].as_py()), rows.slice(start, end - start),
+                              paths[start].as_py() if task.file_scoped else None)
         files = writers.close()
     except BaseException:
         writers.abort()
@@ -168,6 +188,75 @@ def map_function(task: PositionDeleteTask) -> Callable[[Iterator[pa.RecordBatch]
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         files, removed = write_position_deletes(task, batches)
         yield records_batch([*files, *removed])
+
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFile:
+    """A data file whose positions a scan task may find, by its number in the scan."""
+
+    file_path: str
+    group: int
+    """Its (spec, partition) group: an index into :attr:`PositionDeleteTask.groups`."""
+    removed: bool
+    """Known to be removed whole (by planning): its positions are counted, not written."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilePositions:
+    """The positions one task found in one data file, and the delete files it wrote for
+    them (none for a file known to be removed whole)."""
+
+    file_path: str
+    rows: int
+    delete_files: tuple[str, ...]
+
+
+def write_file_deletes(task: PositionDeleteTask, files: Sequence[ScanFile],
+                       batches: Iterable[pa.RecordBatch], file_io: FileIO | None = None,
+                       task_name: str | None = None
+                       ) -> tuple[list[DataFile], list[FilePositions]]:
+    """Write the positions of one scan task (``FILE_NUMBER``, an index into ``files``, and
+    ``ROW_POSITION``, in any order) to a delete file per data file; on any error the task's
+    files are deleted."""
+    writers = _GroupWriters(task, file_io or task.file_io(), task_name or task_id())
+    found: list[FilePositions] = []
+    try:
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            positions = pa.Table.from_batches(batches).combine_chunks()
+            positions = positions.take(pc.sort_indices(
+                positions, [(positions.column_names[0], "ascending"),
+                            (positions.column_names[1], "ascending")]))
+            numbers, pos = positions.column(0), positions.column(1)
+            for start, end in equal_runs([numbers], len(numbers)):
+                scanned = files[numbers[start].as_py()]
+                written: list[DataFile] = []
+                if not scanned.removed:
+                    rows = pa.record_batch(
+                        {"file_path": pa.repeat(pa.scalar(scanned.file_path), end - start),
+                         "pos": pos.slice(start, end - start).combine_chunks()})
+                    writers.write(scanned.group, rows, scanned.file_path)
+                    written = writers.finish()
+                found.append(FilePositions(scanned.file_path, end - start,
+                                           tuple(f.file_path for f in written)))
+        files_written = writers.close()
+    except BaseException:
+        writers.abort()
+        raise
+    return files_written, found
+
+
+def file_map_function(task: PositionDeleteTask, files: Sequence[ScanFile]
+                      ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of :func:`write_file_deletes`: pickled records out (a
+    :class:`~icepark.spec.manifest.DataFile` per delete file, a :class:`FilePositions` per
+    data file)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        written, found = write_file_deletes(task, files, batches)
+        yield records_batch([*written, *found])
 
     return run
 
@@ -192,6 +281,6 @@ def collect(rows: Any) -> tuple[list[DataFile], list[RemovedFile], int]:
             sum(counts) if counts else sum(f.record_count for f in files))
 
 
-__all__ = ["GROUP_COLUMN", "WHOLE_COLUMN", "NewDeletes", "PositionDeleteTask", "RemovedFile",
-           "collect",
-           "map_function", "write_position_deletes"]
+__all__ = ["GROUP_COLUMN", "WHOLE_COLUMN", "FilePositions", "NewDeletes", "PositionDeleteTask",
+           "RemovedFile", "ScanFile", "collect", "file_map_function", "map_function",
+           "write_file_deletes", "write_position_deletes"]

@@ -5,7 +5,8 @@ A row-level change that removes rows without rewriting their files writes where 
 each removed row's data file (a number into the scanned files) and position
 (``_metadata.row_index``, "position in the data file, starting at 0", as position deletes
 count). On a v2 table they go to position delete files (:mod:`icepark.spark.rowlevel.delete_tasks`:
-"sorted by file_path then pos", one set per spec and partition of the data files). On a v3
+"sorted by file_path then pos"), one per data file or one set per spec and partition of the
+data files, as ``write.delete.granularity`` says (:mod:`icepark.spark.rowlevel.modes`). On a v3
 table, where "Position delete files must not be added", each data file gets one deletion vector
 holding its new positions and those its earlier vector or position delete files deleted
 (:mod:`icepark.spark.rowlevel.dv_tasks`: one Puffin file per task); the vectors and
@@ -16,11 +17,18 @@ A data file none of whose rows survives (every row removed, no earlier deletes) 
 instead: the tasks report it (:class:`~icepark.spark.rowlevel.delete_tasks.RemovedFile`) and
 write nothing for it. The count of removed rows per file is a window over the sorted positions,
 in the same job.
+
+A DELETE's positions on v2 with ``file`` granularity skip the shuffle that sorts them: they come
+from a scan, so each scan task writes the delete files of the data files it read
+(:func:`~icepark.spark.rowlevel.delete_tasks.write_file_deletes`), and the driver adds up the
+counts per file to find the files removed whole (a large file may be split between tasks;
+the delete files written for a file removed whole are deleted before the commit).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -38,9 +46,10 @@ from icepark.spark.rowlevel.delete_tasks import (
     RemovedFile,
 )
 from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
+from icepark.spark.rowlevel.modes import FILE_GRANULARITY, delete_granularity
 from icepark.spark.session import SMALL_JOB_SETTINGS, default_parallelism, scoped_conf
 from icepark.spark.writer.data_files import RECORDS
-from icepark.spark.writer.tasks import delete_job_files
+from icepark.spark.writer.tasks import collect_records, delete_job_files
 from icepark.spec.manifest import DataFile, FileContent
 from icepark.table.scan.delete_index import referenced_data_file
 from icepark.table.scan.tasks import FileScanTask
@@ -71,13 +80,20 @@ class WrittenDeletes:
 
 def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
                   files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
-                  planned_whole: Collection[str] = ()) -> WrittenDeletes:
+                  planned_whole: Collection[str] = (), from_scan: bool = False
+                  ) -> WrittenDeletes:
     """Write the delete files for ``positions`` (a DataFrame of :data:`FILE_NUMBER`, an index
     into ``files``, numbered in path order, and :data:`ROW_POSITION`; each pair once) of the
     data files of ``tasks`` (planned with their delete files). ``planned_whole``: paths of
-    data files known to be removed whole. On a failure every file of the job is deleted."""
+    data files known to be removed whole. ``from_scan``: the positions come straight from a
+    scan of the files (a file's positions in few tasks), so on v2 with ``file`` granularity
+    each task writes its own (:func:`_write_file_deletes`), with no shuffle. On a failure
+    every file of the job is deleted."""
     metadata = table.metadata
     vectors = metadata.format_version >= 3
+    if from_scan and not vectors and delete_granularity(metadata) == FILE_GRANULARITY:
+        return _write_file_deletes(spark, table, positions, files, tasks,
+                                   planned_whole=planned_whole)
     if vectors:
         dv = _vector_task(table, tasks)
         job_id, data_path = dv.job_id, dv.data_path
@@ -96,6 +112,47 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         raise
     replaced = replaced_deletes(written, tasks) if vectors else []
     return WrittenDeletes(job_id, data_path, written, whole, added, replaced)
+
+
+def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
+                        files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
+                        planned_whole: Collection[str]) -> WrittenDeletes:
+    """A delete file per data file, written by the scan tasks that found the positions; the
+    files every row of which was deleted (their counts added up over the tasks) are removed
+    whole instead, and the delete files written for them deleted."""
+    pos = _position_task(table, tasks)
+    index = {g: i for i, g in enumerate(pos.groups)}
+    scanned = tuple(delete_tasks.ScanFile(
+        f.file_path, index.get((f.spec_id, tuple(f.partition)), 0), f.file_path in planned_whole)
+        for f in files)
+    job = positions.select(FILE_NUMBER, ROW_POSITION).mapInArrow(
+        delete_tasks.file_map_function(pos, scanned), RECORDS)
+    try:
+        with scoped_conf(spark, SMALL_JOB_SETTINGS):
+            records = collect_records(job)
+    except BaseException:
+        delete_job_files(table.io, pos.data_path, pos.job_id, [])
+        raise
+    written = [r for r in records if isinstance(r, DataFile)]
+    found = [r for r in records if isinstance(r, delete_tasks.FilePositions)]
+    counts: Counter[str] = Counter()
+    for r in found:
+        counts[r.file_path] += r.rows
+    by_path = {t.data_file.file_path: t for t in tasks}
+    whole = [RemovedFile(path, n) for path, n in counts.items()
+             if path in planned_whole or (not by_path[path].delete_files
+                                          and n == by_path[path].data_file.record_count)]
+    gone = {r.file_path for r in whole}
+    dropped = {d for r in found if r.file_path in gone for d in r.delete_files}
+    try:
+        for path in dropped:  # written for a file removed whole: never committed
+            table.io.delete(path)
+    except BaseException:
+        delete_job_files(table.io, pos.data_path, pos.job_id, [f.file_path for f in written])
+        raise
+    return WrittenDeletes(pos.job_id, pos.data_path,
+                          [f for f in written if f.file_path not in dropped], whole,
+                          sum(n for path, n in counts.items() if path not in gone), [])
 
 
 def replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
@@ -141,7 +198,8 @@ def _position_task(table: Table, tasks: Sequence[FileScanTask]) -> PositionDelet
         specs={s.spec_id: s for s in metadata.partition_specs},
         groups=tuple(dict.fromkeys((t.data_file.spec_id, tuple(t.data_file.partition))
                                    for t in tasks)),
-        io_properties=file_io_properties(table.io))
+        io_properties=file_io_properties(table.io),
+        file_scoped=delete_granularity(metadata) == FILE_GRANULARITY)
 
 
 def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to group them

@@ -1,0 +1,136 @@
+"""``write.delete.granularity`` on v2 merge-on-read deletes: ``file`` (the default, as the
+reference's Spark writers) writes a delete file per data file, straight from the scan tasks that
+found the positions; ``partition`` packs a partition's deletes into one file. Every reader sees
+the same rows either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+
+from icepark.errors import ValidationError
+from icepark.io.arrow.schema import to_arrow_schema
+from icepark.spark.rowlevel.delete import delete_rows
+from icepark.spark.rowlevel.update import update_rows
+from icepark.spec.manifest import DataFile
+from icepark.spec.reserved import FILE_PATH
+from icepark.table.table import Table
+from tests.spark.test_delete import ROWS, _check, _expected, _make
+
+pytestmark = pytest.mark.spark
+
+EVERY_4TH = "id IN ({})".format(", ".join(str(i) for i in range(0, 40, 4)))
+
+
+def _deletes(table: Table) -> dict[str, DataFile]:
+    """The live delete files, by path."""
+    return {d.file_path: d for t in table.scan().plan_files() for d in t.delete_files}
+
+
+def _new_deletes(table: Table, before: dict[str, DataFile]) -> list[DataFile]:
+    return [d for p, d in _deletes(table).items() if p not in before]
+
+
+def _scoped_to(delete_file: DataFile) -> str | None:
+    """The one data file a position delete file covers (by its path bounds), or None."""
+    low = (delete_file.lower_bounds or {}).get(FILE_PATH.field_id)
+    high = (delete_file.upper_bounds or {}).get(FILE_PATH.field_id)
+    return low.decode() if low is not None and low == high else None
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_a_delete_file_per_data_file_by_default(spark: SparkSession, tmp_path: Path,
+                                                partitioned: bool) -> None:
+    table = _make(tmp_path, "merge-on-read", partitioned=partitioned)
+    touched = {t.data_file.file_path for t in table.scan().plan_files()}
+    before = _deletes(table)
+    result = delete_rows(spark, table, EVERY_4TH)
+    deletes = _new_deletes(table, before)
+    assert result.delete_files == len(deletes) == len(touched)
+    assert {_scoped_to(d) for d in deletes} == touched
+    assert result.deleted_rows == sum(d.record_count for d in deletes) == 10
+    _check(spark, table, _expected(lambda r: r["id"] % 4 != 0))
+
+
+def test_partition_granularity_packs_a_partitions_deletes(spark: SparkSession,
+                                                          tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", partitioned=True)
+    table.set_properties({"write.delete.granularity": "partition"})
+    before = _deletes(table)
+    result = delete_rows(spark, table, EVERY_4TH)
+    deletes = _new_deletes(table, before)
+    assert result.delete_files == len(deletes) == 3  # one per partition of cat
+    assert all(_scoped_to(d) is None for d in deletes)  # two data files in each
+    _check(spark, table, _expected(lambda r: r["id"] % 4 != 0))
+
+
+def test_file_granularity_for_an_update_too(spark: SparkSession, tmp_path: Path) -> None:
+    """An UPDATE's positions are shuffled to their partition's task; each data file's run
+    still gets a delete file of its own."""
+    table = _make(tmp_path, "merge-on-read", partitioned=True)
+    table.set_properties({"write.update.mode": "merge-on-read"})
+    touched = {t.data_file.file_path for t in table.scan().plan_files()}
+    before = _deletes(table)
+    update_rows(spark, table, {"x": "-1"}, EVERY_4TH)
+    deletes = _new_deletes(table, before)
+    assert {_scoped_to(d) for d in deletes} == touched
+
+    def updated(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["id"], r["cat"], -1 if r["id"] % 4 == 0 else r["x"], r["s"]["a"])
+
+    _check(spark, table, sorted(updated(r) for r in ROWS), peers=False)
+
+
+def test_an_unknown_granularity_fails_before_any_job(spark: SparkSession,
+                                                     tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", partitioned=False)
+    table.set_properties({"write.delete.granularity": "row"})
+    before = table.metadata.current_snapshot_id
+    with pytest.raises(ValidationError, match=r"write\.delete\.granularity='row'"):
+        delete_rows(spark, table, EVERY_4TH)
+    assert table.refresh().metadata.current_snapshot_id == before
+
+
+def test_a_data_file_split_between_tasks(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark reads one file in several tasks when its row groups allow: each task writes the
+    deletes it found, and a file all of whose rows go is removed whole, the delete files its
+    tasks wrote deleted before the commit."""
+    table = _make(tmp_path / "small", "merge-on-read", partitioned=False)
+    catalog_root = tmp_path / "big"
+    big = _make(catalog_root, "merge-on-read", partitioned=False)
+    big.set_properties({"write.parquet.row-group-size-bytes": "2048"})
+    rows = [{"id": i, "cat": "abc"[i % 3], "x": i, "s": {"a": i % 7}} for i in range(20_000)]
+    big.delete("id >= 0")
+    big.append(pa.Table.from_pylist(rows, schema=to_arrow_schema(big.schema())))
+    (data_file,) = [t.data_file for t in big.scan().plan_files()]
+    conf = spark.conf
+    before = {k: conf.get(k, None) for k in ("spark.sql.files.maxPartitionBytes",
+                                             "spark.sql.files.openCostInBytes")}
+    conf.set("spark.sql.files.maxPartitionBytes", str(data_file.file_size_in_bytes // 4))
+    conf.set("spark.sql.files.openCostInBytes", "1")
+    try:
+        thousands = ", ".join(map(str, range(0, 20_000, 1000)))
+        delete_rows(spark, big, f"id IN ({thousands})")
+        deletes = _new_deletes(big, {})
+        assert len(deletes) >= 2  # several tasks read the file, each wrote its positions
+        assert {_scoped_to(d) for d in deletes} == {data_file.file_path}
+        assert sum(d.record_count for d in deletes) == 20
+
+        result = delete_rows(spark, big, "id >= 0")
+    finally:
+        for key, value in before.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
+    assert result.removed_files == 1 and result.deleted_rows == 20_000 - 20
+    assert not list(big.scan().plan_files())
+    # the files the second delete's tasks wrote for the removed file are gone: only the
+    # first delete's, which its snapshot still references, are left
+    on_disk = {p.name for p in catalog_root.rglob("*-deletes.parquet")}
+    assert on_disk == {Path(d.file_path).name for d in deletes}
+    assert table.scan().to_arrow().num_rows == len(ROWS)  # the other table is untouched
