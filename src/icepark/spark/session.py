@@ -99,6 +99,26 @@ def case_sensitive(session: SparkSession) -> bool:
     return str(session.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"
 
 
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50,
+               "pb": 1 << 50}
+
+
+def broadcast_threshold(session: SparkSession) -> int | None:
+    """The most bytes Spark broadcasts a join side of (:data:`BROADCAST_THRESHOLD`, in
+    Spark's byte notation: ``10485760b``, ``10MB``); None where broadcasts are off (``-1``)
+    or the setting cannot be read."""
+    raw = str(session.conf.get(BROADCAST_THRESHOLD, "10MB")).strip().lower()
+    number = raw.rstrip("bkmgtp")
+    unit = raw[len(number):]
+    try:
+        value = int(number.strip()) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        return None
+    return value if value >= 0 else None
+
+
 _SCOPED_LOCK = threading.Lock()
 _SCOPED: dict[tuple[int, str], tuple[int, str | None]] = {}
 """(session, key) -> (blocks holding the setting, the session's own value) of the settings

@@ -33,7 +33,11 @@ files that can match (:mod:`icepark.spark.rowlevel.merge_keys`: the ``on`` condi
 target-only predicates and the source's key bounds; with a ``not matched by source`` clause every
 file can change). The target rows are read by the Spark reader with their file number and
 position (and row lineage on v3), joined with the source (inner; outer on the side whose
-unmatched rows a clause acts on), and the clauses computed as one projection; the changed rows
+unmatched rows a clause acts on), and the clauses computed as one projection. Where no clause
+acts on unmatched target rows and the source's join columns fit a broadcast (the usual upsert
+of a batch into a large table), a left semi join with the broadcast source first drops the
+target rows no source row matches as the scan streams them, so that the join shuffles and
+sorts only the matched ones (the source is read once more for it); the changed rows
 are applied by :func:`icepark.spark.rowlevel.changes.apply_changes` as ``write.merge.mode``
 says (copy-on-write by default, or merge-on-read: deletion vectors on v3, position delete files
 on v2), validated at ``write.merge.isolation-level``. Copy-on-write runs the join twice: once
@@ -84,10 +88,10 @@ from icepark.spark.rowlevel.changes import (
     apply_changes,
     lineage_columns,
 )
-from icepark.spark.rowlevel.merge_keys import read_on, source_filter
+from icepark.spark.rowlevel.merge_keys import estimated_bytes, read_on, source_filter
 from icepark.spark.rowlevel.modes import MERGE_MODE, row_level_mode
 from icepark.spark.schema import quote
-from icepark.spark.session import case_sensitive
+from icepark.spark.session import broadcast_threshold, case_sensitive
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from icepark.spec.schema import Schema
@@ -239,7 +243,7 @@ class MergeBuilder:
         """The rows the clauses change (a DataFrame not yet run) and the files they read."""
         schema = metadata.schema()
         by_source = any(c.when == "not matched by source" for c in self._clauses)
-        prune = ALWAYS_TRUE if by_source else self._prune(schema)
+        prune, narrow = (ALWAYS_TRUE, False) if by_source else self._prune(schema)
         head = branch_head(metadata, branch)
         tasks: list[FileScanTask] = []
         if head is not None:
@@ -272,27 +276,41 @@ class MergeBuilder:
             return self._changed(every, schema, keep=F.col(FILE_NUMBER).isin(list(touched)))
 
         try:
-            return RowChanges(self._changed(t_rows, schema), target.files, tasks,
+            return RowChanges(self._changed(t_rows, schema, narrow=narrow), target.files, tasks,
                               prune,
                               None if head is None else head.snapshot_id, rewrite)
         except AnalysisException as e:
             raise ValidationError(f"MERGE cannot be resolved: {first_line(e)}") from None
 
-    def _prune(self, schema: Schema) -> Expr:
+    def _prune(self, schema: Schema) -> tuple[Expr, bool]:
         """The target rows that can match: the ``on`` condition's target-only predicates and
-        the source's key bounds (:mod:`icepark.spark.rowlevel.merge_keys`)."""
+        the source's key bounds (:mod:`icepark.spark.rowlevel.merge_keys`); and whether the
+        source columns ``on`` reads fit a broadcast (Spark's
+        ``spark.sql.autoBroadcastJoinThreshold``, at Spark's estimate of a value's size) while
+        its keys are too many to list in the filter."""
         if not isinstance(self._on, str):
-            return ALWAYS_TRUE
+            return ALWAYS_TRUE, False
         on = read_on(self._on, self._target_alias, self._source_alias, schema)
         keys = source_filter(self._source, self._source_alias, on.keys, schema)
-        return and_(on.target_filter, keys)
+        limit = broadcast_threshold(self._spark)
+        if keys.rows is None or keys.listed or limit is None:
+            return and_(on.target_filter, keys.filter), False
+        fields = self._source.schema.fields
+        if on.keys_only:
+            names = {k.source.lower() for k in on.keys}
+            fields = [f for f in fields if f.name.lower() in names]
+        width = sum(estimated_bytes(f.dataType) for f in fields)
+        return and_(on.target_filter, keys.filter), keys.rows * width <= limit
 
-    def _changed(self, t_rows: DataFrame, schema: Schema,
-                 keep: Column | None = None) -> DataFrame:
+    def _changed(self, t_rows: DataFrame, schema: Schema, keep: Column | None = None, *,
+                 narrow: bool = False) -> DataFrame:
         """The joined rows each clause changes, as :class:`RowChanges` rows; with ``keep`` (a
         condition on the target row) also the unchanged target rows it holds for, as
         :data:`KEEP` rows (a copy-on-write rewrite of the files they are in), and only the
-        changed target rows it holds for."""
+        changed target rows it holds for. ``narrow``: where the join drops the target rows no
+        source row matches (inner, right outer), a left semi join with the broadcast source
+        drops them first, as the scan streams, so that only matched rows are shuffled for the
+        join."""
         ta, sa = self._target_alias, self._source_alias
         source = self._source.select("*", F.lit(True).alias(S_PRESENT)).alias(sa)
         whens = {c.when for c in self._clauses}
@@ -300,6 +318,9 @@ class MergeBuilder:
         how = {(False, False): "inner", (True, False): "right_outer",
                (False, True): "left_outer", (True, True): "full_outer"}[
             ("not matched" in whens, keep is not None or "not matched by source" in whens)]
+        if narrow and how in ("inner", "right_outer"):
+            t_rows = t_rows.alias(ta).join(F.broadcast(self._source.alias(sa)),
+                                           as_column(self._on), "left_semi")
         joined = t_rows.alias(ta).join(source, as_column(self._on), how)
         t_present, s_present = F.col(T_PRESENT).isNotNull(), F.col(S_PRESENT).isNotNull()
         kinds = {"matched": t_present & s_present, "not matched": s_present & ~t_present,

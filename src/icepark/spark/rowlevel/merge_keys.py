@@ -84,6 +84,21 @@ class OnCondition:
     keys: tuple[KeyPair, ...]
     target_filter: Expr
     """The conjunction of its target-only predicates (always true without any)."""
+    keys_only: bool = False
+    """Whether every conjunct is a key equality or a target-only predicate (so that the
+    source columns the condition reads are the keys' alone)."""
+
+
+@dataclass(frozen=True)
+class SourceKeys:
+    """What one aggregation over the source found."""
+
+    filter: Expr
+    """The target rows the source's keys can match (see :func:`source_filter`)."""
+    rows: int | None
+    """The source's row count; None when no aggregation ran (no key bounds the target)."""
+    listed: bool
+    """Whether the filter lists the source's keys (few distinct ones), not their range."""
 
 
 def read_on(on: str, target_alias: str, source_alias: str, schema: Schema) -> OnCondition:
@@ -98,6 +113,7 @@ def read_on(on: str, target_alias: str, source_alias: str, schema: Schema) -> On
     """
     keys: list[KeyPair] = []
     target_only: list[Expr] = []
+    understood = True
     for conjunct in split_conjuncts(on):
         pair = _key_pair(conjunct, target_alias, source_alias, schema)
         if pair is not None:
@@ -106,34 +122,41 @@ def read_on(on: str, target_alias: str, source_alias: str, schema: Schema) -> On
         found = _target_predicate(conjunct, target_alias, source_alias, schema)
         if found is not None:
             target_only.append(found)
-    return OnCondition(tuple(keys), and_(*target_only) if target_only else ALWAYS_TRUE)
+        else:
+            understood = False
+    return OnCondition(tuple(keys), and_(*target_only) if target_only else ALWAYS_TRUE,
+                       understood and bool(keys))
 
 
 def source_filter(source: DataFrame, source_alias: str, keys: tuple[KeyPair, ...],
-                  schema: Schema) -> Expr:
-    """The target rows the source's key values can match (see the module docstring): one
-    aggregation over ``source`` (and one more for few distinct keys). Always false when a key
-    of the source is null everywhere (or the source is empty): no target row can match."""
+                  schema: Schema) -> SourceKeys:
+    """The target rows the source's key values can match (see the module docstring) and the
+    source's row count: one aggregation over ``source`` (and one more for few distinct keys).
+    Always false when a key of the source is null everywhere (or the source is empty): no
+    target row can match."""
     usable = [k for k in keys if _bounded(k, source, schema)]
     if not usable:
-        return ALWAYS_TRUE
+        return SourceKeys(ALWAYS_TRUE, None, listed=False)
     aliased = source.alias(source_alias)
     columns = [F.col(_source_name(source_alias, k.source)) for k in usable]
     aggregates = [agg for c in columns
                   for agg in (F.min(c), F.max(c), F.approx_count_distinct(c, 0.05))]
     with scoped_conf(source.sparkSession, SMALL_JOB_SETTINGS):  # one row out: one job
-        row = aliased.agg(*aggregates).first()
+        row = aliased.agg(F.count(F.lit(1)), *aggregates).first()
     assert row is not None  # an aggregate without grouping has one row
+    rows = int(row[0])
     filters: list[Expr] = []
+    listed = False
     for i, (key, column) in enumerate(zip(usable, columns, strict=True)):
-        low, high, distinct = row[3 * i], row[3 * i + 1], row[3 * i + 2]
+        low, high, distinct = row[3 * i + 1], row[3 * i + 2], row[3 * i + 3]
         if low is None:
-            return ALWAYS_FALSE
+            return SourceKeys(ALWAYS_FALSE, rows, listed=False)
         if distinct <= IN_LIST_LIMIT:
             values = [r[0] for r in aliased.select(column).where(column.isNotNull())
                       .distinct().limit(IN_LIST_LIMIT + 1).collect()]
             if len(values) <= IN_LIST_LIMIT:
                 filters.append(is_in(key.target, values))
+                listed = True
                 continue
         filters.append(and_(greater_than_or_equal(key.target, low),
                             less_than_or_equal(key.target, high)))
@@ -141,8 +164,34 @@ def source_filter(source: DataFrame, source_alias: str, keys: tuple[KeyPair, ...
     try:
         bind(expr, schema)
     except ValidationError:  # a literal the column cannot take: leave it to the join
-        return ALWAYS_TRUE
-    return expr
+        return SourceKeys(ALWAYS_TRUE, rows, listed=False)
+    return SourceKeys(expr, rows, listed)
+
+
+def estimated_bytes(t: T.DataType) -> int:
+    """Bytes a value of Spark type ``t`` is estimated to take, as Spark's planner estimates a
+    row's size (a string 20 bytes, a binary 100, an array or a map one element)."""
+    match t:
+        case T.BooleanType() | T.ByteType() | T.NullType():
+            return 1
+        case T.ShortType():
+            return 2
+        case T.IntegerType() | T.FloatType() | T.DateType():
+            return 4
+        case T.LongType() | T.DoubleType() | T.TimestampType() | T.TimestampNTZType():
+            return 8
+        case T.DecimalType():
+            return 8 if t.precision <= 18 else 16
+        case T.StringType():
+            return 20
+        case T.StructType():
+            return sum(estimated_bytes(f.dataType) for f in t.fields)
+        case T.ArrayType():
+            return estimated_bytes(t.elementType)
+        case T.MapType():
+            return estimated_bytes(t.keyType) + estimated_bytes(t.valueType)
+        case _:
+            return 100
 
 
 def split_conjuncts(text: str) -> list[str]:
@@ -274,5 +323,5 @@ def _bounded(key: KeyPair, source: DataFrame, schema: Schema) -> bool:
     return len(found) == 1 and isinstance(found[0].dataType, allowed)
 
 
-__all__ = ["IN_LIST_LIMIT", "KeyPair", "OnCondition", "read_on", "source_filter",
-           "split_conjuncts"]
+__all__ = ["IN_LIST_LIMIT", "KeyPair", "OnCondition", "SourceKeys", "estimated_bytes", "read_on",
+           "source_filter", "split_conjuncts"]
