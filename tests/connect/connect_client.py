@@ -51,6 +51,19 @@ def main(url: str, folder: Path) -> dict[str, Any]:
          .when_matched_update_all().when_not_matched_insert_all().execute())
     step("upsert", lambda: ips.upsert(
         "db.t", spark.sql("SELECT id, 'u' AS kind FROM range(0, 3)"), key=["id"]))
+    def narrow_merge() -> None:
+        """A source with more keys than the target filter lists: the target is narrowed by
+        a semi join with the broadcast source."""
+        ips.write(spark.sql("SELECT id, 'x' AS kind FROM range(3000)"), "db.n", create=True,
+                  properties={"write.merge.mode": "merge-on-read"})
+        (ips.merge("db.n", spark.sql("SELECT id, 'n' AS kind FROM range(1000, 4000, 2)"),
+                   on="t.id = s.id").when_matched_update_all().when_not_matched_insert_all()
+         .execute())
+        found["narrow merge"] = sorted(
+            [r["kind"], r["count"]]
+            for r in ips.read(spark, "db.n").groupBy("kind").count().collect())
+
+    step("narrow merge", narrow_merge)
     found["read"] = sorted(tuple(r) for r in ips.read(spark, "db.t").collect())
     found["filtered"] = ips.read(spark, "db.t", row_filter="id < 100").count()
     found["datasource read"] = spark.read.format("icepark").options(**props).load("db.t") \

@@ -58,6 +58,8 @@ def test_reads_in_the_client_and_here_agree(client_run: tuple[Path, dict[str, An
     folder, found = client_run
     expected = _expected()
     assert found["read"] == expected
+    # ids 1000-2998 (even) updated, 3000-3998 (even) inserted
+    assert found["narrow merge"] == [["n", 1500], ["x", 2000]]
     assert found["after maintenance"] == expected  # maintenance changed no row
     assert found["distributed read"] == expected
     assert found["filtered"] == len([r for r in expected if r[0] < 100])
