@@ -11,12 +11,11 @@ Rows arrive with a :data:`GROUP_COLUMN` (the index of a (spec ID, partition) pai
 :attr:`PositionDeleteTask.groups`), ``file_path``, ``pos`` and :data:`WHOLE_COLUMN`, sorted by
 the first three; each run of one group is written by one
 :class:`~icepark.io.parquet.delete_writer.PositionDeleteWriter` (which checks the order and rolls
-files
-at ``write.target-file-size-bytes``); with ``file`` granularity
+files at ``write.target-file-size-bytes``); with ``file`` granularity
 (:data:`~icepark.spark.rowlevel.modes.DELETE_GRANULARITY`) each data file's run gets a writer of
-its own. The positions of a data file removed whole
-(:data:`WHOLE_COLUMN` true: every row of it is deleted) are not written; the task reports the
-file and its number of positions as a :class:`RemovedFile` instead. Files are named
+its own. The positions of a data file removed whole (:data:`WHOLE_COLUMN` true: every row of it
+is deleted) are not written; the task reports the file and its number of positions as a
+:class:`RemovedFile` instead. Files are named
 ``<data path>/<partition path>/<job id>-<task id>-<n>-deletes.parquet``, so the driver finds
 every file of a failed job by its UUID (:func:`icepark.spark.writer.tasks.delete_job_files`).
 
