@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from icepark.spark.frames import LOOKUP_ROWS, local_frame, lookup
+from icepark.spark.frames import LOOKUP_ROWS, local_frame, lookup, with_lookup
 
 pytestmark = pytest.mark.spark
 
@@ -58,3 +58,15 @@ def test_more_rows_than_the_limit_are_left_to_a_join(spark: SparkSession) -> Non
     rows = [(i, i) for i in range(LOOKUP_ROWS + 1)]
     assert lookup("k", rows, "k int, v int") is None
     assert lookup("k", rows[:LOOKUP_ROWS], "k int, v int") is not None
+
+
+@pytest.mark.parametrize("count", [3, LOOKUP_ROWS + 2])  # CASE expressions, a broadcast join
+def test_with_lookup_keeps_columns_and_fills_what_no_row_matches(spark: SparkSession,
+                                                                 count: int) -> None:
+    rows = [(i, f"p{i}", i * 10) for i in range(count)]
+    probe = spark.createDataFrame([(i, i % 2 == 0) for i in (0, 2, 50)], "n int, even boolean")
+    out = with_lookup(spark, probe, "n", rows, "n int, path string, size long",
+                      keep=("n",), otherwise={"size": F.lit(-1).cast("long")})
+    assert sorted(out.columns) == ["n", "path", "size"]
+    assert sorted(tuple(r) for r in out.select("n", "path", "size").collect()) == [
+        (0, "p0", 0), (2, "p2", 20), (50, None, -1)]

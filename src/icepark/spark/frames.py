@@ -16,7 +16,7 @@ on a classic session and over Spark Connect alike. Broadcasting it still runs a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -73,6 +73,25 @@ def lookup(key: str, rows: Sequence[Sequence[Any]], ddl: str) -> dict[str, Colum
     return out
 
 
+def with_lookup(spark: SparkSession, df: DataFrame, key: str, rows: Sequence[Sequence[Any]],
+                ddl: str, *, keep: Sequence[str] = ("*",),
+                otherwise: Mapping[str, Column] | None = None) -> DataFrame:
+    """``df``'s columns ``keep`` (all by default; they include ``key``) and the columns of
+    ``ddl`` after the first, from the row of ``rows`` whose first value equals ``key``: as
+    :func:`lookup` expressions in one projection for a few rows, else by a left join with the
+    broadcast :func:`local_frame`. Where no row matches, a column is null, or its
+    ``otherwise`` value (a ``raise_error`` for a key that must match)."""
+    fallback = dict(otherwise or {})
+    found = lookup(key, rows, ddl)
+    if found is None:
+        kept = df if tuple(keep) == ("*",) else df.select(*keep)
+        joined = kept.join(F.broadcast(local_frame(spark, rows, ddl)), key, "left")
+        return joined.withColumns({n: F.coalesce(F.col(n), c) for n, c in fallback.items()}
+                                  ) if fallback else joined
+    return df.select(*keep, *(
+        (F.coalesce(c, fallback[n]) if n in fallback else c).alias(n) for n, c in found.items()))
+
+
 def _literal(value: Any, kind: str) -> str:
     """``value`` as a Spark SQL literal of type ``kind`` (strings and bytes in hex, so that
     no character needs escaping)."""
@@ -89,4 +108,4 @@ def _literal(value: Any, kind: str) -> str:
     return f"CAST({value!r} AS {kind})"
 
 
-__all__ = ["LOOKUP_ROWS", "arrow_table", "local_frame", "lookup"]
+__all__ = ["LOOKUP_ROWS", "arrow_table", "local_frame", "lookup", "with_lookup"]

@@ -45,7 +45,7 @@ from icepark.errors import ValidationError
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.puffin.deletion_vector import read_deletion_vector
 from icepark.spark.filters import field_column
-from icepark.spark.frames import local_frame, lookup
+from icepark.spark.frames import local_frame, with_lookup
 from icepark.spark.paths import file_key, spark_file_paths, spark_location
 from icepark.spark.schema import FIELD_ID, read_schema
 from icepark.spark.session import default_parallelism
@@ -109,15 +109,8 @@ def apply_deletes(spark: SparkSession, df: DataFrame, schema: Schema,
                      *(f"__icepark_scope{i} int" for i in range(len(groups)))])
     unplanned = F.raise_error(F.concat(
         F.lit("icepark: no planned data file matches Spark's path "), F.col(SPARK_PATH)))
-    found = lookup(SPARK_PATH, rows, ddl)
-    if found is not None:  # a few files: no broadcast, so no job for it
-        found[FILE_NUMBER] = F.coalesce(found[FILE_NUMBER], unplanned.cast("int"))
-        keyed = df.select("*", *(c.alias(n) for n, c in found.items()))
-    else:
-        keyed = df.join(F.broadcast(local_frame(spark, rows, ddl)), SPARK_PATH,
-                        "left").withColumn(FILE_NUMBER, F.when(
-                            F.col(FILE_NUMBER).isNull(), unplanned).otherwise(
-                            F.col(FILE_NUMBER)))
+    keyed = with_lookup(spark, df, SPARK_PATH, rows, ddl,
+                        otherwise={FILE_NUMBER: unplanned.cast("int")})
 
     if positional:
         keyed = _apply_positions(spark, keyed, files=positional, paths=paths, deletes=deletes,

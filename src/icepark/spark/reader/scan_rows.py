@@ -48,7 +48,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
-from icepark.spark.frames import local_frame, lookup
+from icepark.spark.frames import with_lookup
 from icepark.spark.paths import spark_file_paths, spark_location
 from icepark.spark.reader.arrow_rows import arrow_rows
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
@@ -204,14 +204,12 @@ def _with_metadata(spark: SparkSession, df: DataFrame, files: Sequence[DataFile]
                    seqs: dict[str, int | None], names: Sequence[str]) -> DataFrame:
     """``df`` (with :data:`FILE_NUMBER` and :data:`ROW_POSITION`) with the metadata columns
     ``names``, from a table of each file's path, spec, first row ID and data sequence number
-    (:func:`~icepark.spark.frames.lookup` for a few files, else broadcast)."""
+    (:func:`~icepark.spark.frames.with_lookup`)."""
     rows = [(i, f.file_path, f.spec_id, f.first_row_id, seqs.get(f.file_path))
             for i, f in enumerate(files)]
     ddl = (f"{FILE_NUMBER} int, __icepark_path string, __icepark_spec int, "
            "__icepark_first long, __icepark_seq long")
-    found = lookup(FILE_NUMBER, rows, ddl)
-    df = (df.join(F.broadcast(local_frame(spark, rows, ddl)), FILE_NUMBER) if found is None
-          else df.select("*", *(c.alias(n) for n, c in found.items())))
+    df = with_lookup(spark, df, FILE_NUMBER, rows, ddl)
     first = F.col("__icepark_first")
     position = F.col(ROW_POSITION)
     values = {

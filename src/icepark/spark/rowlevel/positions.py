@@ -36,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.io.fileio import file_io_properties
-from icepark.spark.frames import local_frame, lookup
+from icepark.spark.frames import with_lookup
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import (
@@ -219,16 +219,12 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
              None if t.delete_files else t.data_file.record_count) for t in tasks]
     ddl = (f"{FILE_NUMBER} int, file_path string, {GROUP_COLUMN} int, "
            "__icepark_planned boolean, __icepark_records long")
-    found = lookup(FILE_NUMBER, rows, ddl)
-    if found is None:
-        keyed = positions.select(FILE_NUMBER, ROW_POSITION).join(
-            F.broadcast(local_frame(spark, rows, ddl)), FILE_NUMBER)
-    else:  # a few files: no broadcast, so no job for it; a position of another is a bug
-        found["file_path"] = F.coalesce(found["file_path"], F.raise_error(F.concat(
-            F.lit("icepark: a position of an unplanned data file number "),
-            F.col(FILE_NUMBER).cast("string"))).cast("string"))
-        keyed = positions.select(FILE_NUMBER, ROW_POSITION,
-                                 *(c.alias(n) for n, c in found.items()))
+    # a position of a file number not planned is a bug: fail the job rather than lose it
+    keyed = with_lookup(spark, positions, FILE_NUMBER, rows, ddl,
+                        keep=(FILE_NUMBER, ROW_POSITION), otherwise={
+                            "file_path": F.raise_error(F.concat(
+                                F.lit("icepark: a position of an unplanned data file number "),
+                                F.col(FILE_NUMBER).cast("string"))).cast("string")})
     spread = len(tasks) if task is None else len(task.groups)
     partitions = max(1, min(spread, default_parallelism(spark)))
     by = FILE_NUMBER if task is None else GROUP_COLUMN
