@@ -50,11 +50,12 @@ def _read_exact(stream: Any, n: int) -> bytes:
     return data
 
 
-def _read_long(stream: Any, first: int | None = None) -> int:
+def _read_long(stream: Any) -> int:
+    """The zig-zag varint at the stream's position (as :func:`~icepark.io.avro.varint.read_long`
+    reads one from bytes in memory)."""
     shift = result = 0
     while True:
-        byte = _read_exact(stream, 1)[0] if first is None else first
-        first = None
+        byte = _read_exact(stream, 1)[0]
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
             return (result >> 1) ^ -(result & 1)

@@ -22,6 +22,8 @@ the caller's (:mod:`icepark.io.avro.compiled`).
 >>> w = AvroWriter(buf, schema, {"k": "v"}, codec="deflate")
 >>> w.write_rows(StructColumn({"day": [19000, -1]}, 2))
 >>> w.close()
+>>> buf.getvalue()[:4], w.bytes_written == len(buf.getvalue())
+(b'Obj\\x01', True)
 >>> reader = open_reader(io.BytesIO(buf.getvalue()), "mem")
 >>> reader.metadata["k"], list(reader.records)
 ('v', [{'day': 19000}, {'day': -1}])

@@ -10,16 +10,7 @@ Rows are encoded with :mod:`icepark.io.avro.encoder` and the blocks compressed o
 (numpy, zlib and zstd release the GIL) while the caller prepares the next rows; blocks are
 written in order.
 
->>> import io
->>> from icepark.io.avro.encoder import StructColumn
->>> schema = {"type": "record", "name": "r", "fields": [
-...     {"name": "day", "type": {"type": "int", "logicalType": "date"}}]}
->>> buf = io.BytesIO()
->>> w = AvroWriter(buf, schema, {"k": "v"}, codec="deflate")
->>> w.write_rows(StructColumn({"day": [19000, -1]}, 2))
->>> w.close()
->>> buf.getvalue()[:4], w.bytes_written == len(buf.getvalue())
-(b'Obj\\x01', True)
+The example of :mod:`icepark.io.avro.reader` writes a file and reads it back.
 """
 
 from __future__ import annotations
