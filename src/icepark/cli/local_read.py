@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, Expr, StrictMetricsEvaluator
 from icepark.spec.manifest import DataFile
+from icepark.spec.properties import parse_size
 from icepark.spec.schema import Schema
 from icepark.spec.types import PrimitiveType
 from icepark.table.scan.read import DataScan
@@ -43,19 +42,6 @@ LOCAL_READ_MAX = 256 * 2**20
 FILE_WEIGHT = 256 * 2**10
 """The least a planned file weighs: a read of small files goes to Spark past 1,024 of them."""
 LOCAL_READ_ENV = "ICEPARK_LOCAL_READ_MAX"
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str, flag: str) -> int:
-    """A size in bytes: a number with an optional ``K``, ``M``, ``G`` or ``T`` (powers of
-    1024)."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValidationError(f"Invalid {flag} {text!r}: write a size such as 256M, 2G or 0")
-    unit = " kmgt".index(match.group(2).lower() or " ")
-    return int(float(match.group(1)) * 1024**unit)
-
 
 def add_read_options(parser: argparse.ArgumentParser) -> None:
     """``--spark`` and ``--local-max``."""

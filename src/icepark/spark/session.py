@@ -33,7 +33,9 @@ from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from icepark.errors import ValidationError
 from icepark.spark.connect import is_connect
+from icepark.spec.properties import parse_size
 
 ICEPARK_SPARK_CONFIG: Mapping[str, str] = {
     "spark.sql.parquet.fieldId.read.enabled": "true",
@@ -100,23 +102,19 @@ def case_sensitive(session: SparkSession) -> bool:
 
 
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50,
-               "pb": 1 << 50}
 
 
 def broadcast_threshold(session: SparkSession) -> int | None:
     """The most bytes Spark broadcasts a join side of (:data:`BROADCAST_THRESHOLD`, in
     Spark's byte notation: ``10485760b``, ``10MB``); None where broadcasts are off (``-1``)
     or the setting cannot be read."""
-    raw = str(session.conf.get(BROADCAST_THRESHOLD, "10MB")).strip().lower()
-    number = raw.rstrip("bkmgtp")
-    unit = raw[len(number):]
-    try:
-        value = int(number.strip()) * _BYTE_UNITS[unit]
-    except (ValueError, KeyError):
+    raw = str(session.conf.get(BROADCAST_THRESHOLD, "10MB")).strip()
+    if raw.startswith("-"):
         return None
-    return value if value >= 0 else None
+    try:
+        return parse_size(raw, BROADCAST_THRESHOLD)
+    except ValidationError:
+        return None
 
 
 _SCOPED_LOCK = threading.Lock()

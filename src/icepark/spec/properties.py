@@ -13,6 +13,7 @@ icepark.errors.ValidationError: Table property read.split.lookback must be at le
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from icepark.errors import ValidationError
@@ -33,6 +34,24 @@ def int_property(properties: Mapping[str, str], key: str, default: int, *,
     if minimum is not None and value < minimum:
         raise ValidationError(f"{kind} {key} must be at least {minimum}, not {value}")
     return value
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, flag: str) -> int:
+    """A size in bytes: a number with an optional ``K``, ``M``, ``G`` or ``T`` (powers of
+    1024) and an optional ``B`` (``256M``, ``1.5G``, Spark's ``10MB`` and ``10485760b``);
+    :class:`ValidationError` naming ``flag`` (the option or setting) for anything else.
+
+    >>> parse_size("256M", "--local-max"), parse_size("10MB", "x"), parse_size("10485760b", "x")
+    (268435456, 10485760, 10485760)
+    """
+    match = _SIZE.match(text)
+    if match is None:
+        raise ValidationError(f"Invalid {flag} {text!r}: write a size such as 256M, 2G or 0")
+    unit = " kmgt".index(match.group(2).lower() or " ")
+    return int(float(match.group(1)) * 1024**unit)
 
 
 GC_ENABLED = "gc.enabled"
