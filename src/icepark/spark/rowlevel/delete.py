@@ -74,7 +74,7 @@ from icepark.spark.rowlevel.modes import (
     delete_granularity,
     row_level_mode,
 )
-from icepark.spark.rowlevel.positions import write_deletes
+from icepark.spark.rowlevel.positions import all_rows_match, write_deletes
 from icepark.spark.writer.data_files import write_data_files
 from icepark.spark.writer.write import JOB_ID_PROPERTY, head_id
 from icepark.spec.metadata import TableMetadata
@@ -215,12 +215,6 @@ def _matched_counts(scanned: ScanRows) -> dict[str, int]:
     return {scanned.files[row[0]].file_path: int(row[1]) for row in counted}
 
 
-def _all_match(task: FileScanTask, counts: Mapping[str, int]) -> bool:
-    """Whether every row of a file without delete files matched."""
-    count = counts.get(task.data_file.file_path, 0)
-    return not task.delete_files and 0 < count == task.data_file.record_count
-
-
 # ----------------------------------------------------------------------------- modes
 
 
@@ -244,9 +238,9 @@ def _copy_on_write(spark: SparkSession, table: Table, plan: _Plan, branch: str,
     """Rewrite the files holding matching rows without them; remove the whole matches."""
     metadata = table.metadata
     counts = _matched_counts(_scan(spark, table, plan, plan.to_read))
-    removed = [*plan.whole, *(t for t in plan.partial if _all_match(t, counts))]
+    removed = [*plan.whole, *(t for t in plan.partial if all_rows_match(t, counts))]
     rewritten = [t for t in plan.partial
-                 if counts.get(t.data_file.file_path, 0) > 0 and not _all_match(t, counts)]
+                 if counts.get(t.data_file.file_path, 0) > 0 and not all_rows_match(t, counts)]
     if not rewritten:
         return _delete_whole_files(table, plan, removed, counts=counts, branch=branch,
                                        properties=properties)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -114,6 +114,13 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
     return WrittenDeletes(job_id, data_path, written, whole, added, replaced)
 
 
+def all_rows_match(task: FileScanTask, counts: Mapping[str, int]) -> bool:
+    """Whether every row of a file without delete files matched, by ``counts`` of matched rows
+    per data file path."""
+    count = counts.get(task.data_file.file_path, 0)
+    return not task.delete_files and 0 < count == task.data_file.record_count
+
+
 def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
                         files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
                         planned_whole: Collection[str]) -> WrittenDeletes:
@@ -140,8 +147,7 @@ def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         counts[r.file_path] += r.rows
     by_path = {t.data_file.file_path: t for t in tasks}
     whole = [RemovedFile(path, n) for path, n in counts.items()
-             if path in planned_whole or (not by_path[path].delete_files
-                                          and n == by_path[path].data_file.record_count)]
+             if path in planned_whole or all_rows_match(by_path[path], counts)]
     gone = {r.file_path for r in whole}
     dropped = {d for r in found if r.file_path in gone for d in r.delete_files}
     try:
@@ -239,4 +245,5 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
                      ).alias(WHOLE_COLUMN)))
 
 
-__all__ = ["WrittenDeletes", "replaced_deletes", "sorted_positions", "write_deletes"]
+__all__ = ["WrittenDeletes", "all_rows_match", "replaced_deletes", "sorted_positions",
+           "write_deletes"]
