@@ -21,9 +21,11 @@ from icepark.io.parquet.delete_writer import (
     position_deletes_batch,
 )
 from icepark.spark.reader.read import read
+from icepark.spark.schema import to_spark
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, TIMESTAMPTZ, UUID, NestedField
+from icepark.table.scan.scan import select_columns
 from icepark.table.table import Table
 
 pytestmark = pytest.mark.spark
@@ -150,3 +152,17 @@ def test_position_deletes_apply_like_arrow_reader(spark: SparkSession, tmp_path:
 def test_empty_plan_has_the_projection_schema(spark: SparkSession, table: Table) -> None:
     df = read(spark, table, "id > 1000", ["category", "id"])
     assert df.columns == ["id", "category"] and df.count() == 0
+
+
+def test_plain_read_is_the_file_scan_itself(spark: SparkSession, table: Table) -> None:
+    """Columns read by field ID with nothing to convert need no projection over Spark's file
+    scan (each one is analysed on the driver), and still carry the table layout's field IDs."""
+    df = read(spark, table, "id < 10", ["id", "x"])
+    plan = df._jdf.queryExecution().analyzed().toString()
+    assert "Project" not in plan and "Filter" in plan
+    layout = to_spark(select_columns(table.schema(), ["id", "x"]))
+    assert [(f.name, f.dataType, f.metadata) for f in df.schema.fields] == \
+        [(f.name, f.dataType, f.metadata) for f in layout.fields]
+    assert _same(spark, table, "id < 10", ("id", "x")) == 10
+    converted = read(spark, table, None, ["u", "id"])  # uuid bytes to strings: projected
+    assert "Project" in converted._jdf.queryExecution().analyzed().toString()

@@ -135,6 +135,15 @@ def group_columns(group: FileGroup, schema: Schema) -> list[Column]:
     return out
 
 
+def reads_as_is(group: FileGroup, schema: Schema) -> bool:
+    """Whether the group's read DataFrame is already :func:`group_columns`' result: its files
+    are read by field ID with nothing to fill and ``schema`` has no ``unknown`` field, so the
+    read schema is ``read_schema(schema)`` and every column would be selected unchanged (Spark's
+    file reader keeps the read schema's field metadata). Each ``select`` is analysed in the
+    JVM on the driver; a read skips this one when it would change nothing."""
+    return not group.by_name and not group.fills and not _unknown_ids(schema.fields)
+
+
 def _fill(col: Column, f: NestedField, fills: Mapping[int, Any]) -> Column:
     """``col`` (field ``f``) with the fills of ``f`` or of struct fields below it."""
     if f.field_id in fills:

@@ -54,7 +54,7 @@ from icepark.spark.layout import read_columns
 from icepark.spark.nanos import ReadMode, check_readable, read_mode
 from icepark.spark.reader.planning import plan_files
 from icepark.spark.reader.scan_rows import scan_rows
-from icepark.spark.schema import Nanos, quote, to_spark
+from icepark.spark.schema import Nanos, to_spark
 from icepark.spark.session import case_sensitive
 from icepark.spec.schema import Schema
 from icepark.spec.types import IcebergType, StructType
@@ -138,14 +138,28 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan, mode: ReadMode,
                         condition=condition if isinstance(condition, Column) else None,
                         case_sensitive=scan.case_sensitive, metadata_columns=metadata,
                         row_filter=scan.row_filter)
-    extended = scanned.schema
-    df = scanned.rows.select(*read_columns(extended, timestamp_ns=nanos), *metadata)
-    return df.select(*(_conform(F.col(quote(f.name)), f.field_type,
-                                extended.find_field(f.field_id).field_type).alias(
-                                    f.name, metadata=s.metadata)
-                       for f, s in zip(projection.fields,
-                                       to_spark(projection, timestamp_ns=nanos).fields,
-                                       strict=True)), *metadata)
+    extended, rows = scanned.schema, scanned.rows
+    layout = to_spark(projection, timestamp_ns=nanos)
+    if _in_layout(rows.schema, layout, metadata):
+        return rows  # each select is analysed on the driver: none when it would change nothing
+    converted = dict(zip((f.field_id for f in extended.fields),
+                         read_columns(extended, timestamp_ns=nanos), strict=True))
+    return rows.select(*(_conform(converted[f.field_id], f.field_type,
+                                  extended.find_field(f.field_id).field_type).alias(
+                                      f.name, metadata=s.metadata)
+                         for f, s in zip(projection.fields, layout.fields, strict=True)),
+                       *metadata)
+
+
+def _in_layout(have: T.StructType, layout: T.StructType, metadata: Sequence[str]) -> bool:
+    """Whether a DataFrame of schema ``have`` is already the read's result: the columns of
+    ``layout`` (names, types and field metadata; Spark's file readers make every column
+    nullable, and an alias keeps that), then the ``metadata`` columns."""
+    if [f.name for f in have.fields[len(layout.fields):]] != list(metadata):
+        return False
+    return len(have.fields) == len(layout.fields) + len(metadata) and all(
+        (h.name, h.dataType, h.metadata) == (w.name, w.dataType, w.metadata)
+        for h, w in zip(have.fields, layout.fields, strict=False))
 
 
 def _conform(col: Column, wanted: IcebergType, have: IcebergType) -> Column:

@@ -52,7 +52,7 @@ from icepark.spark.frames import with_lookup
 from icepark.spark.paths import spark_file_paths, spark_location
 from icepark.spark.reader.arrow_rows import arrow_rows
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
-from icepark.spark.reader.files import group_columns, group_files
+from icepark.spark.reader.files import group_columns, group_files, reads_as_is
 from icepark.spark.schema import read_schema
 from icepark.spark.storage import data_path, unopenable
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
@@ -163,6 +163,9 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
             if typed is None:
                 raise
             raise typed from None
+        if not tagged and reads_as_is(group, read):
+            frames.append(raw)
+            continue
         columns = group_columns(group, read)
         if tagged:
             forms.update(spark_file_paths(raw))
