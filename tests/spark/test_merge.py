@@ -20,6 +20,7 @@ from icepark.catalog import load_catalog
 from icepark.errors import CardinalityViolation, ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.spark.reader.read import read
+from icepark.spark.rowlevel import changes
 from icepark.spark.rowlevel.merge import MergeBuilder, merge
 from icepark.spec.manifest import FileContent
 from icepark.spec.partitioning import PartitionSpecBuilder
@@ -304,6 +305,114 @@ def test_upsert_updates_changed_rows_and_inserts_new_ones(spark: SparkSession,
     first = ips.upsert(empty, source, key=["id"])  # a table without a snapshot yet
     assert (first.inserted_rows, first.updated_rows) == (3, 0)
     assert sorted(r["id"] for r in empty.scan().to_arrow().to_pylist()) == [1, 2, 77]
+
+
+def _counts(target: list[Row], source: list[Row], clauses: list[When]) -> tuple[int, int, int]:
+    """(inserted, updated, deleted) rows of a MERGE on ``t.id = s.id``, by the book."""
+    inserted = updated = deleted = 0
+    matched: set[int] = set()
+    for t in target:
+        for i, s in enumerate(source):
+            if t["id"] is None or s["id"] != t["id"]:
+                continue
+            matched.add(i)
+            c = next((c for c in clauses if c.when == "matched"
+                      and (c.test is None or c.test(t, s))), None)
+            updated += c is not None and c.action == "update"
+            deleted += c is not None and c.action == "delete"
+    inserted = sum(1 for i, s in enumerate(source) if i not in matched and any(
+        c.when == "not matched" and (c.test is None or c.test(None, s)) for c in clauses))
+    return inserted, updated, deleted
+
+
+_UPDATE_U = When("matched", "update", "s.op = 'u'", lambda t, s: s is not None and s["op"] == "u",
+                 {"x": ("s.x", lambda t, s: s and s["x"])})
+_DELETE = When("matched", "delete", None, None)
+_INSERT = When("not matched", "insert", None, None)
+
+
+@pytest.mark.parametrize(("clauses", "version"), [
+    ([_UPDATE_U, _INSERT], 2), ([_DELETE, _INSERT], 3), ([_UPDATE_U, _DELETE], 2),
+    ([_UPDATE_U, _DELETE, _INSERT], 3)], ids=["update+insert", "delete+insert",
+                                              "update+delete", "all three"])
+def test_merge_on_read_is_counted_by_the_jobs_that_write_it(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        clauses: list[When], version: int) -> None:
+    """Without a ``not matched by source`` clause, a merge-on-read MERGE knows its source's
+    size from its key bounds and runs no counting job before writing: the totals come from
+    the files written (and, for all three kinds at once, a count run beside them)."""
+    table = _make(tmp_path, "merge-on-read", version, partitioned=False)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the changes were counted before they were written")
+
+    monkeypatch.setattr(changes, "_count", counted)
+    builder = merge(spark, table, spark.createDataFrame(SOURCE, SOURCE_SCHEMA), "t.id = s.id")
+    for c in clauses:
+        builder = c.add(builder)
+    result = builder.execute()
+    assert (result.inserted_rows, result.updated_rows, result.deleted_rows) == \
+        _counts(TARGET, SOURCE, clauses)
+    _check(spark, table, reference(TARGET, SOURCE, clauses), peers=False)
+    deletes = [d for t in table.scan().plan_files() for d in t.delete_files]
+    assert deletes and all(d.is_deletion_vector == (version == 3) for d in deletes)
+
+
+def test_merge_on_read_counted_by_its_writes_fails_on_a_row_matched_twice(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The position delete job finds a target row an update applies to twice: a cardinality
+    violation naming the file and position, and nothing written or committed (the new rows
+    written beside it are deleted too)."""
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=False)
+    files = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    location = table.metadata_location
+    source = spark.createDataFrame([(5, 1), (5, 2), (500, 3)], "id long, x long")
+    builder = (merge(spark, table, source, "t.id = s.id").when_matched_update({"x": "s.x"})
+               .when_not_matched_insert({"id": "s.id", "cat": "'n'", "x": "s.x"}))
+    with pytest.raises(CardinalityViolation, match=r"\.parquet \(e\.g\. the row at position "
+                                                   r"\d+\) with more than one source row"):
+        builder.execute()
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == files
+    assert table.refresh().metadata_location == location
+
+
+def test_merge_on_read_counts_first_when_delete_files_span_files(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """v2 position deletes of ``partition`` granularity do not say which data files they
+    cover: the changes are counted first, and only the files that change get deletes."""
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=True)
+    table.set_properties({"write.delete.granularity": "partition"})
+    calls: list[int] = []
+    count = changes._count
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(changes, "_count", spied)
+    clauses = [_UPDATE_U, _INSERT]
+    builder = merge(spark, table, spark.createDataFrame(SOURCE, SOURCE_SCHEMA), "t.id = s.id")
+    for c in clauses:
+        builder = c.add(builder)
+    result = builder.execute()
+    assert calls == [1]
+    assert (result.inserted_rows, result.updated_rows, result.deleted_rows) == \
+        _counts(TARGET, SOURCE, clauses)
+    _check(spark, table, reference(TARGET, SOURCE, clauses), peers=False)
+
+
+def test_merge_on_read_that_changes_nothing_commits_nothing(spark: SparkSession,
+                                                            tmp_path: Path) -> None:
+    table = _make(tmp_path, "merge-on-read", 2, partitioned=False)
+    location = table.metadata_location
+    files = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    source = spark.createDataFrame([(1000, 1), (1001, 2)], "id long, x long")
+    result = merge(spark, table, source, "t.id = s.id").when_matched_update(
+        {"x": "s.x"}, "s.x = 1").when_matched_delete().execute()
+    assert result.snapshot_id is None
+    assert (result.inserted_rows, result.updated_rows, result.deleted_rows) == (0, 0, 0)
+    assert table.refresh().metadata_location == location
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == files
 
 
 def test_cardinality_violation_commits_and_leaves_nothing(spark: SparkSession,

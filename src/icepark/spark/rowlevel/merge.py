@@ -113,6 +113,8 @@ S_PRESENT = "__icepark_s_present"
 T_ROW_ID = "__icepark_t_row_id"
 T_SEQUENCE = "__icepark_t_seq"
 CLAUSE = "__icepark_clause"
+_KINDS = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
+"""The change a clause's action makes (:data:`~icepark.spark.rowlevel.changes.KIND`)."""
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,8 @@ class MergeBuilder:
         """The rows the clauses change (a DataFrame not yet run) and the files they read."""
         schema = metadata.schema()
         by_source = any(c.when == "not matched by source" for c in self._clauses)
-        prune, narrow = (ALWAYS_TRUE, False) if by_source else self._prune(schema)
+        prune, narrow, source_rows = ((ALWAYS_TRUE, False, None) if by_source
+                                      else self._prune(schema))
         head = branch_head(metadata, branch)
         tasks: list[FileScanTask] = []
         if head is not None:
@@ -278,29 +281,32 @@ class MergeBuilder:
         try:
             return RowChanges(self._changed(t_rows, schema, narrow=narrow), target.files, tasks,
                               prune,
-                              None if head is None else head.snapshot_id, rewrite)
+                              None if head is None else head.snapshot_id, rewrite,
+                              kinds=frozenset(_KINDS[c.action] for c in self._clauses),
+                              new_rows_estimate=source_rows)
         except AnalysisException as e:
             raise ValidationError(f"MERGE cannot be resolved: {first_line(e)}") from None
 
-    def _prune(self, schema: Schema) -> tuple[Expr, bool]:
+    def _prune(self, schema: Schema) -> tuple[Expr, bool, int | None]:
         """The target rows that can match: the ``on`` condition's target-only predicates and
-        the source's key bounds (:mod:`icepark.spark.rowlevel.merge_keys`); and whether the
+        the source's key bounds (:mod:`icepark.spark.rowlevel.merge_keys`); whether the
         source columns ``on`` reads fit a broadcast (Spark's
         ``spark.sql.autoBroadcastJoinThreshold``, at Spark's estimate of a value's size) while
-        its keys are too many to list in the filter."""
+        its keys are too many to list in the filter; and the source's row count, if the
+        bounds' aggregation counted it."""
         if not isinstance(self._on, str):
-            return ALWAYS_TRUE, False
+            return ALWAYS_TRUE, False, None
         on = read_on(self._on, self._target_alias, self._source_alias, schema)
         keys = source_filter(self._source, self._source_alias, on.keys, schema)
         limit = broadcast_threshold(self._spark)
         if keys.rows is None or keys.listed or limit is None:
-            return and_(on.target_filter, keys.filter), False
+            return and_(on.target_filter, keys.filter), False, keys.rows
         fields = self._source.schema.fields
         if on.keys_only:
             names = {k.source.lower() for k in on.keys}
             fields = [f for f in fields if f.name.lower() in names]
         width = sum(estimated_bytes(f.dataType) for f in fields)
-        return and_(on.target_filter, keys.filter), keys.rows * width <= limit
+        return and_(on.target_filter, keys.filter), keys.rows * width <= limit, keys.rows
 
     def _changed(self, t_rows: DataFrame, schema: Schema, keep: Column | None = None, *,
                  narrow: bool = False) -> DataFrame:
@@ -354,7 +360,7 @@ class MergeBuilder:
             columns.append(value.alias(f.name))
         kind = F.lit(None if keep is None else KEEP).cast(T.IntegerType())
         for i, c in reversed(list(enumerate(self._clauses))):
-            code = {"update": UPDATE, "delete": DELETE, "insert": INSERT}[c.action]
+            code = _KINDS[c.action]
             kind = F.when(chosen_clause == F.lit(i), F.lit(code)).otherwise(kind)
         # lineage: an updated row keeps its ID and takes the new sequence number, a kept row
         # keeps both, an inserted row has neither (spec: "Row lineage assignment")

@@ -48,6 +48,7 @@ from icepark.spark.rowlevel.delete_tasks import (
 from icepark.spark.rowlevel.dv_tasks import DeletionVectorTask
 from icepark.spark.rowlevel.modes import FILE_GRANULARITY, delete_granularity
 from icepark.spark.session import SMALL_JOB_SETTINGS, default_parallelism, scoped_conf
+from icepark.spark.writer.columns import CARDINALITY_PREFIX
 from icepark.spark.writer.data_files import RECORDS
 from icepark.spark.writer.tasks import collect_records, delete_job_files
 from icepark.spec.manifest import DataFile, FileContent
@@ -80,29 +81,32 @@ class WrittenDeletes:
 
 def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
                   files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
-                  planned_whole: Collection[str] = (), from_scan: bool = False
-                  ) -> WrittenDeletes:
+                  planned_whole: Collection[str] = (), from_scan: bool = False,
+                  unique: str | None = None) -> WrittenDeletes:
     """Write the delete files for ``positions`` (a DataFrame of :data:`FILE_NUMBER`, an index
     into ``files``, numbered in path order, and :data:`ROW_POSITION`; each pair once) of the
     data files of ``tasks`` (planned with their delete files). ``planned_whole``: paths of
     data files known to be removed whole. ``from_scan``: the positions come straight from a
     scan of the files (a file's positions in few tasks), so on v2 with ``file`` granularity
-    each task writes its own (:func:`_write_file_deletes`), with no shuffle. On a failure
-    every file of the job is deleted."""
+    each task writes its own (:func:`_write_file_deletes`), with no shuffle. ``unique``
+    (the operation, e.g. ``MERGE``): a pair given twice fails the job with a
+    :class:`~icepark.errors.CardinalityViolation` (:func:`sorted_positions`) instead of being
+    assumed away. On a failure every file of the job is deleted."""
     metadata = table.metadata
     vectors = metadata.format_version >= 3
-    if from_scan and not vectors and delete_granularity(metadata) == FILE_GRANULARITY:
+    if from_scan and unique is None and not vectors and \
+            delete_granularity(metadata) == FILE_GRANULARITY:
         return _write_file_deletes(spark, table, positions, files, tasks,
                                    planned_whole=planned_whole)
     if vectors:
         dv = _vector_task(table, tasks)
         job_id, data_path = dv.job_id, dv.data_path
-        job = (sorted_positions(spark, positions, files, tasks, None, planned_whole)
+        job = (sorted_positions(spark, positions, files, tasks, None, planned_whole, unique)
                .mapInArrow(dv_tasks.map_function(dv), RECORDS))
     else:
         pos = _position_task(table, tasks)
         job_id, data_path = pos.job_id, pos.data_path
-        job = (sorted_positions(spark, positions, files, tasks, pos, planned_whole)
+        job = (sorted_positions(spark, positions, files, tasks, pos, planned_whole, unique)
                .mapInArrow(delete_tasks.map_function(pos), RECORDS))
     try:
         with scoped_conf(spark, SMALL_JOB_SETTINGS):
@@ -208,15 +212,26 @@ def _position_task(table: Table, tasks: Sequence[FileScanTask]) -> PositionDelet
         file_scoped=delete_granularity(metadata) == FILE_GRANULARITY)
 
 
+def cardinality_message(operation: str, file_path: str, where: str) -> str:
+    """Why a row-level change that matched a row of ``file_path`` (``where`` in it, e.g. its
+    position) more than once fails."""
+    return (f"{operation} matched a target row of {file_path}{where} with more than one source "
+            "row, and an update or delete applies to it: which source row should win is "
+            "undefined (SQL's cardinality violation). Make the source unique on the merge key, "
+            "e.g. with dropDuplicates or a window; nothing was written")
+
+
 def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to group them
         spark: SparkSession, positions: DataFrame, files: Sequence[DataFile],
         tasks: Sequence[FileScanTask], task: PositionDeleteTask | None,
-        planned_whole: Collection[str]) -> DataFrame:
+        planned_whole: Collection[str], unique: str | None = None) -> DataFrame:
     """``(group, file_path, pos, whole)`` of ``positions``, sorted. With a position delete
     ``task``, each (spec, partition) group is in one Spark partition; without (for deletion
     vectors), each data file is. ``whole`` marks the rows of a file removed whole: one in
     ``planned_whole``, or one without delete files whose removed rows are all its rows
-    (counted per file by a window in the same job, without another scan)."""
+    (counted per file by a window in the same job, without another scan). With ``unique``
+    (the operation), a position given twice fails the job (another window over the same
+    sort) with a :class:`~icepark.errors.CardinalityViolation`."""
     index = {} if task is None else {g: i for i, g in enumerate(task.groups)}
     number = {f.file_path: i for i, f in enumerate(files)}
     rows = [(number[t.data_file.file_path], t.data_file.file_path,
@@ -237,13 +252,22 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
     # the window needs its rows clustered and sorted by (group, file): the sort gives both,
     # and the window keeps the order
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
+    position = F.col(ROW_POSITION)
+    if unique is not None:
+        before, between, after = (CARDINALITY_PREFIX + cardinality_message(
+            unique, "\0", " (e.g. the row at position \0)")).split("\0")
+        twice = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER,
+                                                          ROW_POSITION)) > F.lit(1)
+        position = F.when(twice, F.raise_error(F.concat(
+            F.lit(before), F.col("file_path"), F.lit(between), position.cast("string"),
+            F.lit(after))).cast("long")).otherwise(position)
     return (keyed.repartition(partitions, by)
             .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
-            .select(GROUP_COLUMN, "file_path", F.col(ROW_POSITION).alias("pos"),
+            .select(GROUP_COLUMN, "file_path", position.alias("pos"),
                     (F.col("__icepark_planned") | F.coalesce(
                         matched == F.col("__icepark_records"), F.lit(False))
                      ).alias(WHOLE_COLUMN)))
 
 
-__all__ = ["WrittenDeletes", "all_rows_match", "replaced_deletes", "sorted_positions",
-           "write_deletes"]
+__all__ = ["WrittenDeletes", "all_rows_match", "cardinality_message", "replaced_deletes",
+           "sorted_positions", "write_deletes"]

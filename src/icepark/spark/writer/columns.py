@@ -59,6 +59,9 @@ EVOLVE_SCHEMA = Remedy("add them first with {} or drop them", "update_schema().u
 VALIDATION_PREFIX = "icepark.errors.ValidationError: "
 """How a value check in a Spark job starts its message, so the driver raises it as a
 :class:`~icepark.errors.ValidationError` (:func:`icepark.spark.writer.data_files.task_error`)."""
+CARDINALITY_PREFIX = "icepark.errors.CardinalityViolation: "
+"""How a row-level job's check that no target row changes twice starts its message, so the
+driver raises it as a :class:`~icepark.errors.CardinalityViolation`."""
 _STAND_INS = frozenset({TypeId.UUID, TypeId.FIXED, TypeId.UNKNOWN, *NANO_TYPES, *geo.GEO_TYPES})
 """Types Spark holds in a type of another name (string, binary, bigint, timestamp, void)."""
 

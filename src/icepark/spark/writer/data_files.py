@@ -40,7 +40,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 from pyspark.sql import types as T  # noqa: N812
 
-from icepark.errors import ValidationError
+from icepark.errors import CardinalityViolation, ValidationError
 from icepark.expressions import Expr
 from icepark.io.fileio import FileIO, file_io_properties
 from icepark.spark.layout import file_columns
@@ -65,8 +65,11 @@ from icepark.spec.snapshots import Snapshot
 
 RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
 """The Spark schema of write tasks' output (:func:`~icepark.spark.writer.tasks.records_batch`)."""
-_TASK_ERROR = re.compile(r"icepark\.errors\.ValidationError: (.*?)(?:\s+SQLSTATE: \w+)?$",
-                         re.MULTILINE)  # Spark appends the SQL state to a raised error
+_TASK_ERROR = re.compile(
+    r"icepark\.errors\.(ValidationError|CardinalityViolation): (.*?)(?:\s+SQLSTATE: \w+)?$",
+    re.MULTILINE)  # Spark appends the SQL state to a raised error
+_TASK_ERRORS: dict[str, type[ValidationError]] = {
+    "ValidationError": ValidationError, "CardinalityViolation": CardinalityViolation}
 
 
 @dataclass(frozen=True)
@@ -174,14 +177,14 @@ def collect_files(rows: DataFrame) -> list[DataFile]:
 
 
 def task_error(error: BaseException) -> BaseException:
-    """A task's :class:`ValidationError`, re-raised on the driver as one (Spark wraps it);
-    any other error as it is."""
+    """A task's :class:`ValidationError` (or :class:`CardinalityViolation`), re-raised on the
+    driver as one (Spark wraps it); any other error as it is."""
     if isinstance(error, ValidationError):
         return error
     with contextlib.suppress(Exception):
         match = _TASK_ERROR.search(str(error))
         if match:
-            return ValidationError(match.group(1).strip())
+            return _TASK_ERRORS[match.group(1)](match.group(2).strip())
     return error
 
 
