@@ -66,8 +66,8 @@ def lookup(key: str, rows: Sequence[Sequence[Any]], ddl: str) -> dict[str, Colum
     quoted = "`" + key.replace("`", "``") + "`"
     out: dict[str, Column] = {}
     for i, (name, kind) in enumerate(columns[1:], start=1):
-        branches = " ".join(f"WHEN {_literal(row[0], columns[0][1])} "
-                            f"THEN {_literal(row[i], kind)}" for row in rows)
+        branches = " ".join(f"WHEN {sql_literal(row[0], columns[0][1])} "
+                            f"THEN {sql_literal(row[i], kind)}" for row in rows)
         out[name] = (F.expr(f"CASE {quoted} {branches} ELSE CAST(NULL AS {kind}) END")
                      if rows else F.lit(None).cast(kind))
     return out
@@ -92,7 +92,7 @@ def with_lookup(spark: SparkSession, df: DataFrame, key: str, rows: Sequence[Seq
         (F.coalesce(c, fallback[n]) if n in fallback else c).alias(n) for n, c in found.items()))
 
 
-def _literal(value: Any, kind: str) -> str:
+def sql_literal(value: Any, kind: str) -> str:
     """``value`` as a Spark SQL literal of type ``kind`` (strings and bytes in hex, so that
     no character needs escaping)."""
     if value is None:
@@ -108,4 +108,4 @@ def _literal(value: Any, kind: str) -> str:
     return f"CAST({value!r} AS {kind})"
 
 
-__all__ = ["LOOKUP_ROWS", "arrow_table", "local_frame", "lookup", "with_lookup"]
+__all__ = ["LOOKUP_ROWS", "arrow_table", "local_frame", "lookup", "sql_literal", "with_lookup"]

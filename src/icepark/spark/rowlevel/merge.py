@@ -348,20 +348,27 @@ class MergeBuilder:
             picked, schema, c.action, c.assignments, target_alias=ta, source_alias=sa,
             source_names=source_names, case_sensitive=sensitive,
             where=f"MERGE {c.describe(i + 1)}") for i, c in enumerate(self._clauses)]
+        # one CASE per column, its tests built once: each Column call is a call into the JVM
         chosen_clause = F.col(CLAUSE)
+        by_clause = [chosen_clause == F.lit(i) for i in range(len(self._clauses))]
         columns = []
         for f in schema.fields:
             # a kept row's value is its own; an insert gives every column a value
-            value = (F.lit(None).cast(spark_type(f)) if keep is None
-                     else F.col(qualified(ta, f.name)))
-            for i in reversed(range(len(self._clauses))):
-                if f.name in values[i]:
-                    value = F.when(chosen_clause == F.lit(i), values[i][f.name]).otherwise(value)
-            columns.append(value.alias(f.name))
-        kind = F.lit(None if keep is None else KEEP).cast(T.IntegerType())
-        for i, c in reversed(list(enumerate(self._clauses))):
-            code = _KINDS[c.action]
-            kind = F.when(chosen_clause == F.lit(i), F.lit(code)).otherwise(kind)
+            otherwise = (F.lit(None).cast(spark_type(f)) if keep is None
+                         else F.col(qualified(ta, f.name)))
+            value: Column | None = None
+            for i, assigned in enumerate(values):
+                if f.name in assigned:
+                    value = (F.when(by_clause[i], assigned[f.name]) if value is None
+                             else value.when(by_clause[i], assigned[f.name]))
+            columns.append((otherwise if value is None else value.otherwise(otherwise))
+                           .alias(f.name))
+        kind: Column | None = None
+        for i, c in enumerate(self._clauses):
+            code = F.lit(_KINDS[c.action])
+            kind = F.when(by_clause[i], code) if kind is None else kind.when(by_clause[i], code)
+        assert kind is not None
+        kind = kind.otherwise(F.lit(None if keep is None else KEEP).cast(T.IntegerType()))
         # lineage: an updated row keeps its ID and takes the new sequence number, a kept row
         # keeps both, an inserted row has neither (spec: "Row lineage assignment")
         labelled = picked.select("*", kind.alias(KIND))

@@ -32,11 +32,11 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
 from icepark.io.fileio import file_io_properties
-from icepark.spark.frames import with_lookup
+from icepark.spark.frames import sql_literal, with_lookup
 from icepark.spark.reader.scan_rows import FILE_NUMBER, ROW_POSITION
 from icepark.spark.rowlevel import delete_tasks, dv_tasks
 from icepark.spark.rowlevel.delete_tasks import (
@@ -212,6 +212,19 @@ def _position_task(table: Table, tasks: Sequence[FileScanTask]) -> PositionDelet
         file_scoped=delete_granularity(metadata) == FILE_GRANULARITY)
 
 
+def _unique_position(operation: str) -> Column:
+    """:data:`ROW_POSITION`, failing the job where a data file's position comes twice: a
+    window over the positions' sort, in one SQL expression (one call into the JVM)."""
+    before, between, after = (CARDINALITY_PREFIX + cardinality_message(
+        operation, "\0", " (e.g. the row at position \0)")).split("\0")
+    group, number, position = (f"`{c}`" for c in (GROUP_COLUMN, FILE_NUMBER, ROW_POSITION))
+    message = (f"concat({sql_literal(before, 'string')}, file_path, "
+               f"{sql_literal(between, 'string')}, CAST({position} AS STRING), "
+               f"{sql_literal(after, 'string')})")
+    return F.expr(f"CASE WHEN count(1) OVER (PARTITION BY {group}, {number}, {position}) > 1 "
+                  f"THEN CAST(raise_error({message}) AS BIGINT) ELSE {position} END")
+
+
 def cardinality_message(operation: str, file_path: str, where: str) -> str:
     """Why a row-level change that matched a row of ``file_path`` (``where`` in it, e.g. its
     position) more than once fails."""
@@ -252,15 +265,7 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
     # the window needs its rows clustered and sorted by (group, file): the sort gives both,
     # and the window keeps the order
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
-    position = F.col(ROW_POSITION)
-    if unique is not None:
-        before, between, after = (CARDINALITY_PREFIX + cardinality_message(
-            unique, "\0", " (e.g. the row at position \0)")).split("\0")
-        twice = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER,
-                                                          ROW_POSITION)) > F.lit(1)
-        position = F.when(twice, F.raise_error(F.concat(
-            F.lit(before), F.col("file_path"), F.lit(between), position.cast("string"),
-            F.lit(after))).cast("long")).otherwise(position)
+    position = F.col(ROW_POSITION) if unique is None else _unique_position(unique)
     return (keyed.repartition(partitions, by)
             .sortWithinPartitions(GROUP_COLUMN, FILE_NUMBER, ROW_POSITION)
             .select(GROUP_COLUMN, "file_path", position.alias("pos"),
