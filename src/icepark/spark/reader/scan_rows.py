@@ -163,10 +163,11 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
             if typed is None:
                 raise
             raise typed from None
-        if not tagged and reads_as_is(group, read):
+        as_is = reads_as_is(group, read)
+        if as_is and not tagged:
             frames.append(raw)
             continue
-        columns = group_columns(group, read)
+        columns = [F.col("*")] if as_is else group_columns(group, read)
         if tagged:
             forms.update(spark_file_paths(raw))
             columns += [F.col("_metadata.file_path").alias(SPARK_PATH),
