@@ -91,7 +91,7 @@ from icepark.spark.rowlevel.changes import (
 from icepark.spark.rowlevel.merge_keys import estimated_bytes, read_on, source_filter
 from icepark.spark.rowlevel.modes import MERGE_MODE, row_level_mode
 from icepark.spark.schema import quote
-from icepark.spark.session import broadcast_threshold, case_sensitive
+from icepark.spark.session import broadcast_threshold, case_sensitive, default_parallelism
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from icepark.spec.schema import Schema
@@ -318,14 +318,17 @@ class MergeBuilder:
         drops them first, as the scan streams, so that only matched rows are shuffled for the
         join."""
         ta, sa = self._target_alias, self._source_alias
-        source = self._source.select("*", F.lit(True).alias(S_PRESENT)).alias(sa)
+        given = self._source
+        if narrow:  # a source that fits a broadcast: as many tasks as run at once, not more
+            given = given.coalesce(default_parallelism(self._spark))
+        source = given.select("*", F.lit(True).alias(S_PRESENT)).alias(sa)
         whens = {c.when for c in self._clauses}
         # every target row is carried when unchanged ones are kept
         how = {(False, False): "inner", (True, False): "right_outer",
                (False, True): "left_outer", (True, True): "full_outer"}[
             ("not matched" in whens, keep is not None or "not matched by source" in whens)]
         if narrow and how in ("inner", "right_outer"):
-            t_rows = t_rows.alias(ta).join(F.broadcast(self._source.alias(sa)),
+            t_rows = t_rows.alias(ta).join(F.broadcast(given.alias(sa)),
                                            as_column(self._on), "left_semi")
         joined = t_rows.alias(ta).join(source, as_column(self._on), how)
         t_present, s_present = F.col(T_PRESENT).isNotNull(), F.col(S_PRESENT).isNotNull()
