@@ -46,6 +46,7 @@ from icepark.io.fileio import FileIO, file_io_properties
 from icepark.spark.layout import file_columns
 from icepark.spark.storage import data_path
 from icepark.spark.transforms import partition_columns
+from icepark.spark.writer.columns import CARDINALITY_PREFIX, VALIDATION_PREFIX
 from icepark.spark.writer.distribution import distributed
 from icepark.spark.writer.file_size import max_records_per_file
 from icepark.spark.writer.native import NativeWriteJob, ineligibility
@@ -65,11 +66,12 @@ from icepark.spec.snapshots import Snapshot
 
 RECORDS = T.StructType([T.StructField(RECORD_COLUMN, T.BinaryType())])
 """The Spark schema of write tasks' output (:func:`~icepark.spark.writer.tasks.records_batch`)."""
-_TASK_ERROR = re.compile(
-    r"icepark\.errors\.(ValidationError|CardinalityViolation): (.*?)(?:\s+SQLSTATE: \w+)?$",
-    re.MULTILINE)  # Spark appends the SQL state to a raised error
 _TASK_ERRORS: dict[str, type[ValidationError]] = {
-    "ValidationError": ValidationError, "CardinalityViolation": CardinalityViolation}
+    VALIDATION_PREFIX: ValidationError, CARDINALITY_PREFIX: CardinalityViolation}
+"""The error each message prefix a Spark job's check raises with is raised as on the driver."""
+_TASK_ERROR = re.compile(
+    f"({'|'.join(map(re.escape, _TASK_ERRORS))})" + r"(.*?)(?:\s+SQLSTATE: \w+)?$",
+    re.MULTILINE)  # Spark appends the SQL state to a raised error
 
 
 @dataclass(frozen=True)
