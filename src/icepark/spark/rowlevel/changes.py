@@ -439,13 +439,14 @@ def _merge_on_read(
         if failed is not None:
             raise failed
         if counts is None:
-            positions = (deletes.deleted_rows + sum(r.rows for r in deletes.whole)
-                         if deletes else 0)
+            positions, changed = 0, set[str | None]()
+            if deletes is not None:  # the files changed are those the new deletes name
+                positions = deletes.deleted_rows + sum(r.rows for r in deletes.whole)
+                changed = {*(referenced_data_file(d) for d in deletes.files),
+                           *(r.file_path for r in deletes.whole)}
             inserted, updated, deleted = _totals(
                 changes.kinds, positions,
                 sum(f.record_count for f in written.files) if written else 0, found)
-            changed = {referenced_data_file(d) for d in deletes.files} if deletes else set()
-            changed |= {r.file_path for r in deletes.whole} if deletes else set()
             tasks = [t for t in tasks if t.data_file.file_path in changed]
             if not (inserted or updated or deleted):
                 return ChangeResult(0, 0, 0, 0, 0, 0, None)

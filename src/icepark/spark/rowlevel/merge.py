@@ -354,24 +354,17 @@ class MergeBuilder:
         # one CASE per column, its tests built once: each Column call is a call into the JVM
         chosen_clause = F.col(CLAUSE)
         by_clause = [chosen_clause == F.lit(i) for i in range(len(self._clauses))]
-        columns = []
-        for f in schema.fields:
+        columns = [
             # a kept row's value is its own; an insert gives every column a value
-            otherwise = (F.lit(None).cast(spark_type(f)) if keep is None
-                         else F.col(qualified(ta, f.name)))
-            value: Column | None = None
-            for i, assigned in enumerate(values):
-                if f.name in assigned:
-                    value = (F.when(by_clause[i], assigned[f.name]) if value is None
-                             else value.when(by_clause[i], assigned[f.name]))
-            columns.append((otherwise if value is None else value.otherwise(otherwise))
-                           .alias(f.name))
-        kind: Column | None = None
-        for i, c in enumerate(self._clauses):
-            code = F.lit(_KINDS[c.action])
-            kind = F.when(by_clause[i], code) if kind is None else kind.when(by_clause[i], code)
-        assert kind is not None
-        kind = kind.otherwise(F.lit(None if keep is None else KEEP).cast(T.IntegerType()))
+            _case([(test, assigned[f.name]) for test, assigned in zip(by_clause, values,
+                                                                      strict=True)
+                   if f.name in assigned],
+                  F.lit(None).cast(spark_type(f)) if keep is None
+                  else F.col(qualified(ta, f.name))).alias(f.name)
+            for f in schema.fields]
+        kind = _case([(test, F.lit(_KINDS[c.action]))
+                      for test, c in zip(by_clause, self._clauses, strict=True)],
+                     F.lit(None if keep is None else KEEP).cast(T.IntegerType()))
         # lineage: an updated row keeps its ID and takes the new sequence number, a kept row
         # keeps both, an inserted row has neither (spec: "Row lineage assignment")
         labelled = picked.select("*", kind.alias(KIND))
@@ -384,6 +377,18 @@ class MergeBuilder:
             F.when(F.col(KIND) == F.lit(KEEP), F.col(T_SEQUENCE)).alias(NEW_SEQUENCE))
         changed.schema  # noqa: B018 - resolve now: a Connect session resolves lazily
         return changed
+
+
+def _case(branches: Sequence[tuple[Column, Column]], otherwise: Column) -> Column:
+    """``CASE WHEN test THEN value ... ELSE otherwise END`` of the (test, value) branches, in
+    order: one ``CASE``, built with a call into the JVM per branch."""
+    if not branches:
+        return otherwise
+    (test, value), *rest = branches
+    case = F.when(test, value)
+    for test, value in rest:
+        case = case.when(test, value)
+    return case.otherwise(otherwise)
 
 
 def _merge_result(result: ChangeResult) -> MergeResult:
