@@ -13,9 +13,9 @@ from icepark.catalog.base import BaseCatalog
 from icepark.errors import ValidationError
 from icepark.spec.serde import table_metadata_from_json
 from tests.catalog.catalog_helpers import SCHEMA
+from tests.vectors import vectors
 
-VECTOR = (Path(__file__).resolve().parents[3] / "shared" / "vectors" / "metadata" / "rust"
-          / "example_table_metadata_v2.json")
+VECTOR = vectors("metadata", "rust", "example_table_metadata_v2.json")
 
 
 def test_last_column_id_below_a_field_id_is_refused_at_load(catalog: BaseCatalog,

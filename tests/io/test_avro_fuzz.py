@@ -67,8 +67,9 @@ from icepark.spec.partitioning import UNPARTITIONED, PartitionField, PartitionSp
 from icepark.spec.transforms import Transform
 from tests.fuzzing import Hang, fuzz_settings, time_bound
 from tests.io.manifest_fixtures import NESTED_SCHEMA, PARTITION_SPEC, data_file
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "avro"
+VECTORS = vectors("avro")
 TIME_BOUND = 10.0  # seconds per read of one mutated file; a correct read takes milliseconds
 STRING_SPEC = PartitionSpec(5, (PartitionField(2, 1000, Transform.identity(), "data"),))
 _READ_KEYS = frozenset({"avro.schema", "avro.codec", "schema", "partition-spec",

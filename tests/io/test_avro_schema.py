@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -36,8 +35,9 @@ from icepark.spec.types import (
     StructType,
 )
 from tests.io.manifest_fixtures import NESTED_SCHEMA, PARTITION_SPEC
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "avro"
+VECTORS = vectors("avro")
 
 
 @pytest.mark.parametrize(("iceberg", "avro"), [

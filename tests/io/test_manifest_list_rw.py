@@ -19,8 +19,9 @@ from icepark.io.manifest.manifest_list import (
     write_manifest_list,
 )
 from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "avro"
+VECTORS = vectors("avro")
 
 
 @pytest.mark.parametrize(("name", "path", "length", "snapshot_id"), [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +29,9 @@ from icepark.spec.sorting import SortOrderBuilder
 from icepark.spec.types import LONG, STRING, TIMESTAMPTZ, ListType, NestedField, StructType
 from icepark.table.change import updates as u
 from icepark.table.change.metadata_builder import MetadataBuilder
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).parents[3] / "shared" / "vectors" / "metadata"
+VECTORS = vectors("metadata")
 VECTOR_FILES = ["java/TableMetadataV1Valid.json", "java/TableMetadataV2Valid.json",
                 "java/TableMetadataV3ValidMinimal.json", "java/TableMetadataStatisticsFiles.json",
                 "rust/TableMetadataV1Compat.json",

@@ -16,8 +16,9 @@ from icepark.catalog.base import read_metadata
 from icepark.errors import CorruptFile, FileNotFound, UnsupportedFeature, ValidationError
 from icepark.io.fileio import ArrowFileIO
 from icepark.spec.serde import table_metadata_from_json, table_metadata_to_json
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).parents[3] / "shared" / "vectors" / "metadata"
+VECTORS = vectors("metadata")
 Doc = dict[str, Any]
 
 

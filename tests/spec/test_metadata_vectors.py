@@ -7,7 +7,6 @@ the field or rule at fault.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,9 @@ from icepark.spec.serde import (
     table_metadata_to_dict,
     table_metadata_to_json,
 )
+from tests.vectors import vectors
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "metadata"
+VECTORS = vectors("metadata")
 
 V2_SNAPSHOT = 3055729675574597004
 V2_DEEP_SNAPSHOT = 3059729675574597004

@@ -76,9 +76,10 @@ from icepark.spec.types import (
     PrimitiveType,
     StructType,
 )
+from tests.vectors import vectors
 
 EXAMPLES = Path(__file__).resolve().parent / "serde_examples"
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "metadata"
+VECTORS = vectors("metadata")
 S1, S2 = 3051729675574597004, 3055729675574597004
 
 
