@@ -15,6 +15,8 @@ from icepark.catalog import load_catalog
 from icepark.errors import CardinalityViolation
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.spark.rowlevel.merge import MergeBuilder, merge
+from icepark.spark.rowlevel.merge_keys import aggregating_tasks
+from icepark.spark.session import default_parallelism, scoped_conf
 from icepark.table.table import Table
 from tests.spark.test_merge import SCHEMA, SOURCE_SCHEMA, Row, When, _sorted, reference
 
@@ -93,3 +95,18 @@ def test_the_cardinality_check_sees_every_match(spark: SparkSession, tmp_path: P
     with pytest.raises(CardinalityViolation):
         _builder(spark, table, twice).execute()
     assert table.refresh().metadata.current_snapshot_id == before
+
+
+def test_key_bounds_of_a_small_source_are_aggregated_in_one_task(spark: SparkSession) -> None:
+    source = spark.createDataFrame(SOURCE, SOURCE_SCHEMA)
+    many = default_parallelism(spark)
+    assert aggregating_tasks(source) == many  # rows from the driver: Spark knows no size
+    source.cache().count()
+    try:
+        small = source.select("*")  # a new plan, reading the built cache: its measured size
+        assert aggregating_tasks(small) == 1  # one stage, no exchange to combine results
+        with scoped_conf(spark, {THRESHOLD: "-1"}):  # broadcasts off: no size is small
+            assert aggregating_tasks(small) == many
+    finally:
+        source.unpersist()
+    assert aggregating_tasks(spark.range(10**9)) == many  # 8 GB by Spark's estimate

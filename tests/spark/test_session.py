@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from icepark.spark.session import scoped_conf
+from icepark.spark.session import plan_bytes, scoped_conf
 
 pytestmark = pytest.mark.spark
 
@@ -60,3 +60,10 @@ def test_scoped_settings_return_the_sessions_own_when_the_last_block_ends(
         assert spark.conf.get(other) == "y"
     finally:
         spark.conf.unset(other)
+
+
+def test_plan_bytes_is_the_optimizers_estimate(spark: SparkSession) -> None:
+    assert plan_bytes(spark.range(10)) == 80  # Range: eight bytes a row
+    assert plan_bytes(spark.range(10).where("id > 5")) == 80  # a filter does not shrink it
+    rdd = spark.createDataFrame([(i,) for i in range(10)], "n long")  # an RDD: unknown size
+    assert plan_bytes(rdd) == 2**63 - 1

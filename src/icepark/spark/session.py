@@ -31,7 +31,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from icepark.errors import ValidationError
 from icepark.spark.connect import is_connect
@@ -114,6 +114,22 @@ def broadcast_threshold(session: SparkSession) -> int | None:
     try:
         return parse_size(raw, BROADCAST_THRESHOLD)
     except ValidationError:
+        return None
+
+
+def plan_bytes(df: DataFrame) -> int | None:
+    """The size Spark's optimizer estimates ``df`` to have: the statistics of its optimized
+    plan, by which its join planning sizes a side against :data:`BROADCAST_THRESHOLD` (a
+    built cache's measured size, a local relation's rows, a file scan's files; filters do not
+    shrink it). None on Spark Connect, whose client sees no plan statistics, or where Spark
+    cannot give them."""
+    jdf = getattr(df, "_jdf", None)  # a classic DataFrame's JVM side; none over Connect
+    if jdf is None or is_connect(df.sparkSession):
+        return None
+    try:  # advisory: whatever this PySpark's JVM side refuses leaves the caller's default
+        # a Scala BigInt: py4j gives an int, or an object whose str is its digits
+        return int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:
         return None
 
 
