@@ -271,13 +271,18 @@ for name, f in filters.items():
 """
 
 
-def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5) -> dict[str, Any]:
+def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5,
+                       threads: int | None = None) -> dict[str, Any]:
     """The Java reference planning each scan of ``metadata_file`` (through a static table:
-    its own manifest reading, worker pool and JIT), after ``warmup`` untimed runs per scan."""
+    its own manifest reading, worker pool and JIT), after ``warmup`` untimed runs per scan.
+    ``threads``: the size of its worker pool, which reads the manifests of a scan in parallel
+    (the system property ``iceberg.worker.num-threads``; None: its default, the CPUs and at
+    least 2)."""
     from tools.javaref.client import JavaReference  # noqa: PLC0415
 
     home = os.path.dirname(os.path.dirname(metadata_file))
-    java = JavaReference(Path(home), Path(home) / "javaref-planning.log")
+    options = "" if threads is None else f"-Diceberg.worker.num-threads={threads}"
+    java = JavaReference(Path(home), Path(home) / "javaref-planning.log", options)
     try:
         code = (f"METADATA = {metadata_file!r}\nREPEAT = {repeat}\nWARMUP = {warmup}\n"
                 + JAVA_PLANNER)
@@ -382,6 +387,8 @@ def main() -> None:
                         help="whose writers wrote the manifests (icepark, pyiceberg, java)")
     parser.add_argument("--java", action="store_true",
                         help="also time the Java reference's planning (its own environment)")
+    parser.add_argument("--java-threads", type=int, default=None,
+                        help="the reference's worker pool size (default: the CPUs, at least 2)")
     parser.add_argument("--no-pyiceberg", action="store_true", help="skip timing pyiceberg")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "METADATA"),
                         help=argparse.SUPPRESS)
@@ -401,7 +408,8 @@ def main() -> None:
                                            ICEPARK_PLANNING_WORKERS="1", BENCH_CACHE="false")}
             theirs = (None if args.no_pyiceberg
                       else run_worker("pyiceberg", metadata_file, args.repeat))
-            java = java_planner_times(metadata_file, args.repeat) if args.java else None
+            java = (java_planner_times(metadata_file, args.repeat, threads=args.java_threads)
+                    if args.java else None)
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
@@ -427,7 +435,10 @@ def main() -> None:
           f"seconds to list the planned files ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}). icepark uncached: every scan decodes the manifests "
           "(io.manifest.cache-enabled=false); cached: repeated scans reuse the decoded "
-          "manifests (the default). Java: the reference after 5 warm-up runs per scan.\n")
+          "manifests (the default). Java: the reference after 5 warm-up runs per scan, its "
+          "worker pool "
+          + ("a thread per CPU, at least 2" if args.java_threads is None
+             else f"{args.java_threads} thread(s)") + ".\n")
     print("| files | manifests by | scan | files planned | icepark uncached | icepark cached "
           "| pyiceberg | vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | "
           "vs Java (uncached) | vs Java (cached) |")
