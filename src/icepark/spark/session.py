@@ -123,8 +123,10 @@ def plan_bytes(df: DataFrame) -> int | None:
     built cache's measured size, a local relation's rows, a file scan's files; filters do not
     shrink it). None on Spark Connect, whose client sees no plan statistics, or where Spark
     cannot give them."""
-    jdf = getattr(df, "_jdf", None)  # a classic DataFrame's JVM side; none over Connect
-    if jdf is None or is_connect(df.sparkSession):
+    if is_connect(df.sparkSession):
+        return None
+    jdf = getattr(df, "_jdf", None)  # a classic DataFrame's JVM side
+    if jdf is None:
         return None
     try:  # advisory: whatever this PySpark's JVM side refuses leaves the caller's default
         # a Scala BigInt: py4j gives an int, or an object whose str is its digits
