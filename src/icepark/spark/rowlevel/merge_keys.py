@@ -188,6 +188,7 @@ def aggregating_tasks(source: DataFrame) -> int:
         return 1
     return default_parallelism(spark)
 
+
 def estimated_bytes(t: T.DataType) -> int:
     """Bytes a value of Spark type ``t`` is estimated to take, as Spark's planner estimates a
     row's size (a string 20 bytes, a binary 100, an array or a map one element)."""
