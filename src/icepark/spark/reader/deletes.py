@@ -46,7 +46,8 @@ from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.puffin.deletion_vector import read_deletion_vector
 from icepark.spark.filters import field_column
 from icepark.spark.frames import local_frame, with_lookup
-from icepark.spark.paths import file_key, spark_file_paths, spark_location
+from icepark.spark.paths import file_key, spark_file_paths
+from icepark.spark.reader.listing import read_parquet
 from icepark.spark.schema import FIELD_ID, read_schema
 from icepark.spark.session import default_parallelism
 from icepark.spec.manifest import DataFile, FileContent
@@ -162,7 +163,7 @@ def _unique(files: Iterable[DataFile]) -> list[DataFile]:
 def _delete_rows(spark: SparkSession, read_type: T.StructType, files: Sequence[DataFile],
                  delete_ids: Mapping[str, int]) -> DataFrame:
     """The delete files' rows with their file's number (:data:`_DELETE_ID`)."""
-    raw = spark.read.schema(read_type).parquet(*(spark_location(d.file_path) for d in files))
+    raw = read_parquet(spark, read_type, [d.file_path for d in files])
     forms = spark_file_paths(raw)
     mapping: list[tuple[str, int]] = []
     for d in files:

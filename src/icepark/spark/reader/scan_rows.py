@@ -49,10 +49,11 @@ from icepark.errors import UnsupportedFeature, ValidationError
 from icepark.expressions.expr import ALWAYS_TRUE, Expr
 from icepark.io.arrow.name_mapping import name_mapping_from_properties
 from icepark.spark.frames import with_lookup
-from icepark.spark.paths import spark_file_paths, spark_location
+from icepark.spark.paths import spark_file_paths
 from icepark.spark.reader.arrow_rows import arrow_rows
 from icepark.spark.reader.deletes import FILE_NUMBER, ROW_INDEX, SPARK_PATH, apply_deletes
 from icepark.spark.reader.files import group_columns, group_files, reads_as_is
+from icepark.spark.reader.listing import read_parquet
 from icepark.spark.schema import read_schema
 from icepark.spark.storage import data_path, unopenable
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
@@ -156,8 +157,7 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
     frames, forms = [], {}
     for group in group_files(table.io, list(files.values()), read, specs, mapping):
         try:
-            raw = spark.read.schema(group.read_type).parquet(
-                *(spark_location(p) for p in group.paths))
+            raw = read_parquet(spark, group.read_type, group.paths)
         except Exception as e:
             typed = unopenable(e, group.paths[0])
             if typed is None:
