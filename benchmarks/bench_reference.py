@@ -52,7 +52,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -71,6 +71,8 @@ JAVA_PARTITIONING = "PARTITIONED BY (days(ts0), bucket(16, id))"
 DERIVED = {"ts0_day": "unix_date(CAST(ts0 AS DATE))", "id_bucket": "pmod(hash(id), 16)"}
 ORDER = ("icepark", "java", "icepark parquet", "java parquet")
 SYSTEMS = ("icepark", "java")
+MANY_FILES = 300
+"""Files of the many-files read (a table appended to often, as by a stream, has many)."""
 
 W = TypeVar("W")
 Variant = tuple[Callable[[], tuple[float, Any]], Callable[[], None]]
@@ -167,11 +169,14 @@ class Suite:
         self._count += 1
         return f"db.{self.prefix}{system}_{case}_{self._count}"
 
-    def _paths(self, system: str) -> list[str]:
+    def _paths(self, system: str, tables: Mapping[str, str] | None = None) -> list[str]:
+        """The data files of ``system``'s table (in ``tables``, by default the last
+        unpartitioned one)."""
+        name = (tables or self.flat)[system]
         if system == "java":
             return [r["file_path"] for r in self.reference.rows(
-                f"SELECT file_path FROM ref.{self.flat['java']}.data_files")]
-        table = self.catalog.load_table(self.flat["icepark"])
+                f"SELECT file_path FROM ref.{name}.data_files")]
+        table = self.catalog.load_table(name)
         return [t.data_file.file_path for t in table.scan().plan_files()]
 
     def _code(self, system: str, code: Callable[[], str],
@@ -182,11 +187,13 @@ class Suite:
             return float(seconds), answer
         return run, reset
 
-    def _scans(self, answer: Callable[[str], str]) -> dict[str, Variant]:
+    def _scans(self, answer: Callable[[str], str],
+               tables: Mapping[str, str] | None = None) -> dict[str, Variant]:
         """Both baselines: ``answer`` of ``spark.read.parquet(<the data files of the engine's
-        table>)``, as Python for either Spark."""
+        table>)``, as Python for either Spark (``tables``: as for :meth:`_paths`)."""
         def variant(system: str) -> Variant:
-            code = f"answer = {answer(f'spark.read.parquet(*{self._paths(system)!r})')}"
+            paths = self._paths(system, tables)
+            code = f"answer = {answer(f'spark.read.parquet(*{paths!r})')}"
             return self._code(system, lambda: code)
         return {f"{system} parquet": variant(system) for system in SYSTEMS}
 
@@ -275,6 +282,33 @@ class Suite:
         java = f"answer = list(spark.table('ref.{self.flat['java']}'){query})"
         return {"icepark": (icepark, lambda: None), "java": self._code("java", lambda: java),
                 **self._scans(lambda df: f"list({df}{query})")}, \
+            lambda answers: _agree("read", answers)
+
+    def many_files(self, count: int, exprs: Sequence[str]) -> tuple[dict[str, Variant], Check]:
+        """``exprs`` over a table of ``count`` files, the same rows as the others, each
+        engine's written (untimed) from the rows in ``count`` tasks."""
+        tables = {system: self._name(system, "many") for system in SYSTEMS}
+        table = self.catalog.create_table(tables["icepark"], self.schema, format_version=2)
+        ips.write(self.spark.table(ROWS_VIEW).repartition(count), table)
+        self.reference.sql(f"CREATE TABLE ref.{tables['java']} ({SCHEMA_DDL}) USING iceberg "
+                           "TBLPROPERTIES ('format-version' = '2')")
+        self.reference.python(f"spark.table({ROWS_VIEW!r}).repartition({count})"
+                              f".writeTo('ref.{tables['java']}').append()")
+        for system in SYSTEMS:
+            found = len(self._paths(system, tables))
+            if found != count:
+                raise AssertionError(f"{system} wrote {found} files, not {count}")
+        query = f".selectExpr(*{list(exprs)!r}).collect()[0]"
+
+        def icepark() -> tuple[float, Any]:
+            start = time.perf_counter()
+            df = ips.read(self.spark, self.catalog.load_table(tables["icepark"]))
+            answer = list(df.selectExpr(*exprs).collect()[0])
+            return time.perf_counter() - start, answer
+
+        java = f"answer = list(spark.table('ref.{tables['java']}'){query})"
+        return {"icepark": (icepark, lambda: None), "java": self._code("java", lambda: java),
+                **self._scans(lambda df: f"list({df}{query})", tables)}, \
             lambda answers: _agree("read", answers)
 
     # row-level changes
@@ -374,6 +408,8 @@ class Suite:
             ("read 2 of 20 columns, l1 < 10000 (~1%): sum, count",
              lambda: self.read(FILTER, ["l1", "d1"], ["sum(d1)", "count(*)"])),
             ("read all 20 columns: count, max of each", lambda: self.read(None, None, every)),
+            (f"read a table of {MANY_FILES} files: count, sum(d0)",
+             lambda: self.many_files(MANY_FILES, ["count(*)", "sum(d0)"])),
             ("delete 1% (l1 < 10000), merge-on-read", lambda: self.delete("merge-on-read")),
             ("delete 1% (l1 < 10000), copy-on-write", lambda: self.delete("copy-on-write")),
             ("merge by id, 1% changed + 1% new, merge-on-read", self.merge)]
