@@ -239,8 +239,11 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
         tasks: Sequence[FileScanTask], task: PositionDeleteTask | None,
         planned_whole: Collection[str], unique: str | None = None) -> DataFrame:
     """``(group, file_path, pos, whole)`` of ``positions``, sorted. With a position delete
-    ``task``, each (spec, partition) group is in one Spark partition; without (for deletion
-    vectors), each data file is. ``whole`` marks the rows of a file removed whole: one in
+    ``task`` of ``partition`` granularity, each (spec, partition) group is in one Spark
+    partition, whose task writes its delete files; otherwise (``file`` granularity, or
+    deletion vectors without a ``task``), each data file is, and the files are spread over as
+    many tasks as run at once (a 300-file merge's 300 delete files were written by one task
+    when grouped by partition). ``whole`` marks the rows of a file removed whole: one in
     ``planned_whole``, or one without delete files whose removed rows are all its rows
     (counted per file by a window in the same job, without another scan). With ``unique``
     (the operation), a position given twice fails the job (another window over the same
@@ -259,9 +262,11 @@ def sorted_positions(  # noqa: PLR0917 - the positions, their files and how to g
                             "file_path": F.raise_error(F.concat(
                                 F.lit("icepark: a position of an unplanned data file number "),
                                 F.col(FILE_NUMBER).cast("string"))).cast("string")})
-    spread = len(tasks) if task is None else len(task.groups)
+    if task is None or task.file_scoped:
+        spread, by = len(tasks), FILE_NUMBER
+    else:
+        spread, by = len(task.groups), GROUP_COLUMN
     partitions = max(1, min(spread, default_parallelism(spark)))
-    by = FILE_NUMBER if task is None else GROUP_COLUMN
     # the window needs its rows clustered and sorted by (group, file): the sort gives both,
     # and the window keeps the order
     matched = F.count(F.lit(1)).over(Window.partitionBy(GROUP_COLUMN, FILE_NUMBER))
