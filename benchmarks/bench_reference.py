@@ -150,6 +150,7 @@ class Suite:
         self.spark, self.reference, self.catalog = spark, reference, catalog
         self.root, self.rows, self.prefix = root, rows, prefix
         self.flat: dict[str, str] = {}  # the last unpartitioned table each engine wrote
+        self.many: dict[str, str] = {}  # the tables of many files each engine wrote
         self.written: dict[str, Any] = {}  # data files and rows of each engine's tables
         self._count = 0
         setup = _setup_code(rows, files, shuffle_partitions)
@@ -197,13 +198,15 @@ class Suite:
             return self._code(system, lambda: code)
         return {f"{system} parquet": variant(system) for system in SYSTEMS}
 
-    def _after(self, system: str) -> list[Any]:
-        """The changed table's ``count(*), sum(d0)`` (untimed)."""
+    def _after(self, system: str, tables: Mapping[str, str] | None = None) -> list[Any]:
+        """The changed table's ``count(*), sum(d0)`` (untimed; ``tables``: as for
+        :meth:`_paths`)."""
+        name = (tables or self.flat)[system]
         if system == "java":
             row = self.reference.rows(f"SELECT count(*) AS n, sum(d0) AS s "
-                                      f"FROM ref.{self.flat['java']}")[0]
+                                      f"FROM ref.{name}")[0]
             return [row["n"], row["s"]]
-        table = self.catalog.load_table(self.flat["icepark"])
+        table = self.catalog.load_table(name)
         return list(ips.read(self.spark, table).selectExpr("count(*)", "sum(d0)").collect()[0])
 
     # writes
@@ -284,9 +287,11 @@ class Suite:
                 **self._scans(lambda df: f"list({df}{query})")}, \
             lambda answers: _agree("read", answers)
 
-    def many_files(self, count: int, exprs: Sequence[str]) -> tuple[dict[str, Variant], Check]:
-        """``exprs`` over a table of ``count`` files, the same rows as the others, each
-        engine's written (untimed) from the rows in ``count`` tasks."""
+    def _many(self, count: int) -> dict[str, str]:
+        """Each engine's table of ``count`` files, the same rows as the others, written
+        (untimed, once) from the rows in ``count`` tasks."""
+        if self.many:
+            return self.many
         tables = {system: self._name(system, "many") for system in SYSTEMS}
         table = self.catalog.create_table(tables["icepark"], self.schema, format_version=2)
         ips.write(self.spark.table(ROWS_VIEW).repartition(count), table)
@@ -298,6 +303,12 @@ class Suite:
             found = len(self._paths(system, tables))
             if found != count:
                 raise AssertionError(f"{system} wrote {found} files, not {count}")
+        self.many = tables
+        return tables
+
+    def many_files(self, count: int, exprs: Sequence[str]) -> tuple[dict[str, Variant], Check]:
+        """``exprs`` over each engine's table of ``count`` files (:meth:`_many`)."""
+        tables = self._many(count)
         query = f".selectExpr(*{list(exprs)!r}).collect()[0]"
 
         def icepark() -> tuple[float, Any]:
@@ -313,9 +324,10 @@ class Suite:
 
     # row-level changes
 
-    def _rollbacks(self) -> dict[str, Callable[[], None]]:
+    def _rollbacks(self, tables: Mapping[str, str] | None = None
+                   ) -> dict[str, Callable[[], None]]:
         """How each engine puts its table back at its current snapshot."""
-        ours, theirs = self.flat["icepark"], self.flat["java"]
+        ours, theirs = (tables or self.flat)["icepark"], (tables or self.flat)["java"]
         current = self.catalog.load_table(ours).current_snapshot()
         assert current is not None
         snapshot = self.reference.rows(f"SELECT snapshot_id FROM ref.{theirs}.refs "
@@ -330,14 +342,16 @@ class Suite:
 
         return {"icepark": icepark, "java": java}
 
-    def _set(self, key: str, value: str) -> None:
-        self.catalog.load_table(self.flat["icepark"]).set_properties({key: value})
-        self.reference.sql(f"ALTER TABLE ref.{self.flat['java']} SET TBLPROPERTIES "
+    def _set(self, key: str, value: str, tables: Mapping[str, str] | None = None) -> None:
+        names = tables or self.flat
+        self.catalog.load_table(names["icepark"]).set_properties({key: value})
+        self.reference.sql(f"ALTER TABLE ref.{names['java']} SET TBLPROPERTIES "
                            f"('{key}' = '{value}')")
 
-    def _java_change(self, statement: str) -> tuple[float, Any]:
+    def _java_change(self, statement: str, tables: Mapping[str, str] | None = None
+                     ) -> tuple[float, Any]:
         seconds, _ = self.reference.python(_timed(f"spark.sql({statement!r})"))
-        return seconds, self._after("java")
+        return seconds, self._after("java", tables)
 
     def delete(self, mode: str) -> tuple[dict[str, Variant], Check]:
         self._set("write.delete.mode", mode)
@@ -365,19 +379,21 @@ class Suite:
                 "java": (lambda: self._java_change(java), rollback["java"]),
                 **self._scans(lambda df: f"{df}.filter({FILTER!r}).count()")}, check
 
-    def merge(self) -> tuple[dict[str, Variant], Check]:
-        self._set("write.merge.mode", "merge-on-read")
-        rollback = self._rollbacks()
+    def merge(self, tables: Mapping[str, str] | None = None) -> tuple[dict[str, Variant], Check]:
+        """The merge into each engine's table (``tables``: as for :meth:`_paths`)."""
+        names = dict(tables or self.flat)
+        self._set("write.merge.mode", "merge-on-read", names)
+        rollback = self._rollbacks(names)
         matched, new = -(-self.rows // 100), self.rows // 100
 
         def icepark() -> tuple[float, Any]:
             start = time.perf_counter()
-            table = self.catalog.load_table(self.flat["icepark"])
+            table = self.catalog.load_table(names["icepark"])
             result = (ips.merge(table, self.spark.table(CHANGES_VIEW), "t.id = s.id")
                       .when_matched_update_all().when_not_matched_insert_all().execute())
             seconds = time.perf_counter() - start
             return seconds, [result.updated_rows, result.inserted_rows,
-                             self._after("icepark")]
+                             self._after("icepark", names)]
 
         def check(answers: dict[str, Any]) -> None:
             _agree("matches", {"icepark updates": answers["icepark"][0], "expected": matched,
@@ -389,14 +405,14 @@ class Suite:
             if answers["java"][0] != self.rows + new:
                 raise AssertionError(f"java: {answers['java'][0]} rows after the merge")
 
-        t = f"ref.{self.flat['java']}"
+        t = f"ref.{names['java']}"
         java = (f"MERGE INTO {t} t USING {CHANGES_VIEW} s ON t.id = s.id "
                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
         join = (f".select('id').join(spark.table({CHANGES_VIEW!r}).select('id'), 'id')"
                 ".count()")
         return {"icepark": (icepark, rollback["icepark"]),
-                "java": (lambda: self._java_change(java), rollback["java"]),
-                **self._scans(lambda df: f"{df}{join}")}, check
+                "java": (lambda: self._java_change(java, names), rollback["java"]),
+                **self._scans(lambda df: f"{df}{join}", names)}, check
 
     def workloads(self) -> list[tuple[str, Callable[[], tuple[dict[str, Variant], Check]]]]:
         """(label, how to set it up) in the order they run: reads, deletes and the merge use
@@ -412,7 +428,9 @@ class Suite:
              lambda: self.many_files(MANY_FILES, ["count(*)", "sum(d0)"])),
             ("delete 1% (l1 < 10000), merge-on-read", lambda: self.delete("merge-on-read")),
             ("delete 1% (l1 < 10000), copy-on-write", lambda: self.delete("copy-on-write")),
-            ("merge by id, 1% changed + 1% new, merge-on-read", self.merge)]
+            ("merge by id, 1% changed + 1% new, merge-on-read", self.merge),
+            (f"merge by id into the table of {MANY_FILES} files, merge-on-read",
+             lambda: self.merge(self._many(MANY_FILES)))]
 
 
 def _measure(variants: dict[str, Variant], check: Check,
