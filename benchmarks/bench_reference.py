@@ -327,7 +327,8 @@ class Suite:
     def _rollbacks(self, tables: Mapping[str, str] | None = None
                    ) -> dict[str, Callable[[], None]]:
         """How each engine puts its table back at its current snapshot."""
-        ours, theirs = (tables or self.flat)["icepark"], (tables or self.flat)["java"]
+        names = tables or self.flat
+        ours, theirs = names["icepark"], names["java"]
         current = self.catalog.load_table(ours).current_snapshot()
         assert current is not None
         snapshot = self.reference.rows(f"SELECT snapshot_id FROM ref.{theirs}.refs "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from pyspark.sql import SparkSession
@@ -14,18 +16,18 @@ from icepark.spark.reader.listing import LISTING_THRESHOLD, SPARK_LISTING_THRESH
 pytestmark = pytest.mark.spark
 
 FILES = SPARK_LISTING_THRESHOLD + 8
+R = TypeVar("R")
 
 
-def _jobs_while(spark: SparkSession, group: str, build: object) -> list[int]:
-    """The Spark jobs ``build()`` ran, by a job group of its own."""
+def _jobs_while(spark: SparkSession, group: str, build: Callable[[], R]) -> tuple[R, list[int]]:
+    """What ``build()`` returned, and the Spark jobs it ran (by a job group of its own)."""
     context = spark.sparkContext
     context.setJobGroup(group, "listing test")
     try:
-        assert callable(build)
-        build()
+        built = build()
     finally:
         context.setJobGroup("", "")
-    return list(context.statusTracker().getJobIdsForGroup(group))
+    return built, list(context.statusTracker().getJobIdsForGroup(group))
 
 
 def test_many_local_files_are_read_without_a_listing_job(spark: SparkSession,
@@ -38,9 +40,8 @@ def test_many_local_files_are_read_without_a_listing_job(spark: SparkSession,
     assert sum(1 for _ in table.scan().plan_files()) == FILES
     own = spark.conf.get(LISTING_THRESHOLD)
 
-    frames = []
-    jobs = _jobs_while(spark, "icepark-listing", lambda: frames.append(ips.read(spark, table)))
+    frame, jobs = _jobs_while(spark, "icepark-listing", lambda: ips.read(spark, table))
     assert jobs == []  # Spark lists more than 32 paths in a job of its own unless told not to
     assert spark.conf.get(LISTING_THRESHOLD) == own  # the session's setting is back
-    assert frames[0].selectExpr("count(*)", "sum(x)").collect()[0] == (FILES * 5, sum(
+    assert frame.selectExpr("count(*)", "sum(x)").collect()[0] == (FILES * 5, sum(
         2 * i for i in range(FILES * 5)))
