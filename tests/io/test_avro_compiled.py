@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import CorruptFile, UnsupportedFeature
+from icepark.io.avro import native
 from icepark.io.avro import pattern as avro_pattern
 from icepark.io.avro.compiled import compile_reader, read_blocks
 from icepark.io.avro.encoder import zigzag_varint
@@ -23,6 +24,13 @@ def skip_patterns(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     from the first record, or never."""
     monkeypatch.setattr(avro_pattern, "COMPILE_AFTER", 0 if request.param == "patterns"
                         else 10**12)
+
+
+@pytest.fixture(autouse=True, params=["python", "kernel"])
+def block_decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block read by the generated Python, or by the compiled kernel
+    (:mod:`icepark.io.avro.native`)."""
+    monkeypatch.setattr(native, "MIN_RECORDS", 0 if request.param == "kernel" else 10**12)
 
 PAIR = {"type": "record", "name": "k1_v2", "fields": [
     {"name": "key", "type": "int"}, {"name": "value", "type": "long"}]}

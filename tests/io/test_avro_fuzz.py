@@ -43,6 +43,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icepark.errors import IcebergError, UnsupportedFeature
+from icepark.io.avro import native
 from icepark.io.avro.encoder import zigzag_varint
 from icepark.io.fileio import ArrowFileIO, FileIO, InputFile
 from icepark.io.manifest import manifest as manifest_module
@@ -484,10 +485,27 @@ def test_seeds_read_back() -> None:
 @fuzz_settings(1000)
 @given(mutated(MANIFESTS))
 def test_mutated_manifests(case: tuple[Seed, bytes]) -> None:
+    _read_mutated(case)
+
+
+def _read_mutated(case: tuple[Seed, bytes]) -> None:
     seed, data = case
     results = {name: outcome(read, seed, data, name) for name, read in READERS.items()}
     _agree(results, "entries", "entries (fastavro)")
     _agree(results, "planned", "planned (fastavro)")
+
+
+@fuzz_settings(500)
+@given(mutated(MANIFESTS))
+def test_mutated_manifests_read_by_the_kernel(case: tuple[Seed, bytes]) -> None:
+    """The same, every block decoded by the compiled kernel (:mod:`icepark.io.avro.native`),
+    whose bounds checks are its own."""
+    original = native.MIN_RECORDS
+    native.MIN_RECORDS = 0
+    try:
+        _read_mutated(case)
+    finally:
+        native.MIN_RECORDS = original
 
 
 def _list(io: FileIO, seed: Seed) -> list[ManifestFile]:

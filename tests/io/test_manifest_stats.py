@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
+from icepark.io.avro import native
 from icepark.io.avro import pattern as avro_pattern
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import manifest as manifest_module
@@ -34,11 +35,13 @@ from icepark.spec.trusted import trusted_constructor
 from tests.io.manifest_fixtures import data_file
 
 
-@pytest.fixture(params=["compiled", "generic"])
+@pytest.fixture(params=["compiled", "kernel", "generic"])
 def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run each test with the compiled decoder (skipping runs of fields with patterns from
-    the first record) and with the generic fallback."""
+    the first record), with the compiled kernel reading every block and with the generic
+    fallback."""
     monkeypatch.setattr(avro_pattern, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(native, "MIN_RECORDS", 0 if request.param == "kernel" else 10**12)
     if request.param == "generic":
         def unsupported(*_: Any, **__: Any) -> Any:
             raise UnsupportedFeature("forced fallback")

@@ -136,7 +136,7 @@ class Emitter:
             return int(t["size"]) > 0
         return True  # a union's branch index, an enum's, an array's count
 
-    def _varint_then_bytes(self, item: Any) -> bool:
+    def varint_then_bytes(self, item: Any) -> bool:
         t = self.resolve(item)
         if not isinstance(t, dict) or t.get("type") not in ("record", "error") or \
                 len(t["fields"]) != 2:
@@ -322,7 +322,7 @@ class Emitter:
                 self.emit(body + 1, "else:")
                 self.emit(body + 2, "pass")
                 self._value_or_skip(value_type, body + 2, None, depth + 1)
-        elif not target and self._varint_then_bytes(item):
+        elif not target and self.varint_then_bytes(item):
             # an Iceberg map of int -> bytes (the bounds): one test per item when the key and
             # the value's length are single bytes
             self.emit(body, f"for _ in range({count}):")

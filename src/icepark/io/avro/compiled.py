@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from icepark.errors import CorruptFile, IcebergError, UnsupportedFeature
+from icepark.io.avro import native
 from icepark.io.avro.codegen import NAMESPACE, NOT_PAIRS, Emitter
 from icepark.io.avro.shape import MapField, MapRun
 
@@ -66,6 +67,12 @@ class Finish:
     are decoded (the lines only read values, by the same ``{i}`` names): a rejected record's
     other fields are skipped, not decoded, and it is left out."""
     check_reads: tuple[int, ...] = ()
+    check_all: Callable[[Any, Any], Any] | None = None
+    """The check of a whole block at once, for the kernel's reader
+    (:mod:`icepark.io.avro.native`): given ``ctx`` and the block's items (``count``, ``data``
+    and ``pairs(i)``: numpy arrays of row, key, value and value end of the wanted Iceberg map
+    numbered ``i``, None when the kernel did not read it), a numpy array of the rows
+    ``check`` would reject, or None to run ``check`` row by row."""
 
 
 class _Reader(Emitter):
@@ -346,7 +353,24 @@ def compile_reader(schema: Any, wanted: Mapping[Path, Converter | None], *,
     namespace = {**NAMESPACE, **root.consts, "_runs": {}}
     exec(compile(source, "<avro reader>", "exec"), namespace)  # our own generated source
     reader: BlockReader = namespace["read"]
-    return reader
+    try:
+        fast = native.native_reader(schema, wanted, gate=gate, pairs=pairs, finish=finish)
+    except UnsupportedFeature:
+        return reader
+    return _either(reader, fast)
+
+
+def _either(python: BlockReader, kernel: Callable[..., list[Any]]) -> BlockReader:
+    """Large blocks read by the kernel (:mod:`icepark.io.avro.native`), small ones by the
+    generated Python."""
+
+    def read(data: bytes, count: int, gate: Callable[[Any], bool] | None, ctx: Any = None,
+             /) -> list[Any]:
+        if count >= native.MIN_RECORDS and native.kernel() is not None:
+            return kernel(data, count, gate, ctx)
+        return python(data, count, gate, ctx)
+
+    return read
 
 
 def _rest_of_enclosing(gen: _Reader, top: Any, gate: Path | None

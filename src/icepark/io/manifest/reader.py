@@ -225,7 +225,66 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
               "_EQUALITY": FileContent.EQUALITY_DELETES, "_PUFFIN": FileFormat.PUFFIN,
               "_POSITION": FileContent.POSITION_DELETES}
     return Finish(("inherited, manifest_seq, always, metrics, view, discard, rows = ctx",),
-                  tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16))
+                  tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16),
+                  _rejected_at_once if checked else None)
+
+
+def _rejected_at_once(ctx: Any, block: Any) -> Any:
+    """The entries of a block the metrics filter in ``ctx`` rejects, found for the whole block
+    at once (see :class:`~icepark.io.avro.compiled.Finish`), when the filter is a
+    conjunction test with ``columns`` (:func:`icepark.table.scan.prefilter.metrics_prefilter`:
+    field ID, bound width, unpack, the greatest lower bound and least upper bound a matching
+    file can have), else None. The same rules as the test applied to each entry: a column
+    with no value or only nulls, or whose bounds (in order) lie outside the limits, proves no
+    row matches, unless a bound of some filtered column has the wrong width (the evaluator
+    then decides: not rejected)."""
+    import numpy as np  # noqa: PLC0415 - with the kernel only
+
+    metrics = ctx[3]
+    if metrics is None:
+        return np.zeros(block.count, dtype=bool)
+    columns = getattr(metrics, "columns", None)
+    maps = [block.pairs(i) for i in (11, 12, 15, 16)]  # value and null counts, bounds
+    if columns is None or any(m is None for m in maps):
+        return None
+    n, data = block.count, block.data
+
+    def lookup(found: tuple[Any, Any, Any, Any], fid: int) -> tuple[Any, Any, Any]:
+        rows, keys, values, ends = found
+        pick = keys == fid
+        has = np.zeros(n, dtype=bool)
+        value = np.zeros(n, dtype=np.int64)
+        end = np.zeros(n, dtype=np.int64)
+        has[rows[pick]] = True
+        value[rows[pick]] = values[pick]
+        end[rows[pick]] = ends[pick]
+        return has, value, end
+
+    def bound(has: Any, start: Any, width: int) -> Any:
+        at = np.where(has, start, 0)[:, None] + np.arange(width)
+        raw = data[np.minimum(at, len(data) - 1)]
+        return np.ascontiguousarray(raw).view("<i4" if width == 4 else "<i8")[:, 0].astype(
+            np.int64)
+
+    proven = np.zeros(n, dtype=bool)
+    undecided = np.zeros(n, dtype=bool)
+    for fid, width, _, below, above in columns:
+        value_has, value_count, _ = lookup(maps[0], fid)
+        null_has, null_count, _ = lookup(maps[1], fid)
+        low_has, low_start, low_end = lookup(maps[2], fid)
+        high_has, high_start, high_end = lookup(maps[3], fid)
+        undecided |= (low_has & (low_end - low_start != width)) | (
+            high_has & (high_end - high_start != width))
+        empty = value_has & ((value_count == 0) | (null_has & (null_count == value_count)))
+        lower, upper = bound(low_has, low_start, width), bound(high_has, high_start, width)
+        ordered = ~(low_has & high_has & (lower > upper))
+        outside = np.zeros(n, dtype=bool)
+        if below is not None:
+            outside |= low_has & (lower > below)
+        if above is not None:
+            outside |= high_has & (upper < above)
+        proven |= empty | (ordered & outside)
+    return proven & ~undecided
 
 
 class FileMetrics(Protocol):

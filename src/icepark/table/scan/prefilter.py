@@ -138,4 +138,6 @@ def metrics_prefilter(bound: BoundExpr) -> Callable[[FileMetrics], bool | None] 
                 above is not None and upper is not None and upper < above)
         return proven
 
+    cannot_match.columns = columns  # type: ignore[attr-defined]  # read by the manifest reader
+
     return cannot_match

@@ -1,0 +1,160 @@
+"""The compiled kernel's block reader (:mod:`icepark.io.avro.native`): it reads the large
+blocks, returns what the generated Python returns, can be turned off, and applies a metrics
+filter to a whole block at once with the same verdicts as the filter applied file by file.
+
+The readers' other tests run with the kernel too (``test_avro_compiled``: every test with
+each block decoder; ``test_manifest_stats``: the ``kernel`` decoder)."""
+
+from __future__ import annotations
+
+import io
+import struct
+import tempfile
+from typing import Any
+
+import fastavro
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icepark.expressions import bind, parse
+from icepark.io.avro import native
+from icepark.io.avro.compiled import Converter, compile_reader
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.manifest.manifest import ManifestWriter, read_manifest_files
+from icepark.io.manifest.reader import Stats
+from icepark.spec.manifest import DataFile, FileFormat, ManifestContent
+from icepark.spec.partitioning import UNPARTITIONED
+from icepark.spec.schema import Schema
+from icepark.spec.types import INT, LONG, NestedField
+from icepark.table.scan.prefilter import metrics_prefilter
+
+SCHEMA = {"type": "record", "name": "r", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "name", "type": ["null", "string"]},
+    {"name": "tags", "type": {"type": "map", "values": "int"}},
+    {"name": "sizes", "type": ["null", {"type": "array", "items": {
+        "type": "record", "name": "k_v", "fields": [{"name": "key", "type": "int"},
+                                                    {"name": "value", "type": "long"}]}}]},
+    {"name": "offsets", "type": {"type": "array", "items": "long"}},
+]}
+WANTED: dict[tuple[str, ...], Converter | None] = {
+    ("id",): None, ("name",): str.upper, ("sizes",): None, ("offsets",): None}
+
+
+def _block(count: int) -> bytes:
+    rows = [{"id": i * 10**10, "name": None if i % 3 else f"n{i}",
+             "tags": {"a": i}, "sizes": None if i % 4 == 1 else [{"key": 1, "value": i}],
+             "offsets": list(range(i % 5))} for i in range(count)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, SCHEMA, rows, codec="null", sync_interval=1 << 30)
+    buf.seek(0)
+    [block] = list(fastavro.block_reader(buf))
+    return bytes(block.bytes_.getvalue())  # type: ignore[attr-defined]  # untyped
+
+
+def test_the_kernel_is_available() -> None:
+    """numba is a dependency: the kernel is there unless turned off."""
+    assert native.kernel() is not None
+
+
+def test_large_blocks_are_read_by_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = native.kernel()
+    run = kernel.run
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(args[3])
+        return run(*args)
+
+    monkeypatch.setattr(kernel, "run", counted)
+    read = compile_reader(SCHEMA, WANTED, pairs={("sizes",): None})
+    large, small = native.MIN_RECORDS, native.MIN_RECORDS - 1
+    by_kernel = read(_block(large), large, None)
+    assert calls == [large]
+    read(_block(small), small, None)
+    assert calls == [large]  # a small block is left to the generated Python
+    monkeypatch.setattr(native, "MIN_RECORDS", 10**12)
+    assert by_kernel == read(_block(large), large, None)
+    assert by_kernel[:5] == [(0, "N0", {1: 0}, []), (10**10, None, None, [0]),
+                             (2 * 10**10, None, {1: 2}, [0, 1]),
+                             (3 * 10**10, "N3", {1: 3}, [0, 1, 2]),
+                             (4 * 10**10, None, {1: 4}, [0, 1, 2, 3])]
+
+
+def test_the_kernel_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_KERNEL", [])
+    monkeypatch.setenv("ICEPARK_AVRO_KERNEL", "0")
+    assert native.kernel() is None
+    count = native.MIN_RECORDS
+    read = compile_reader(SCHEMA, WANTED, pairs={("sizes",): None})
+    assert len(read(_block(count), count, None)) == count
+
+
+def test_bad_data_in_a_large_block_names_what_is_wrong() -> None:
+    count = native.MIN_RECORDS
+    data = _block(count)
+    read = compile_reader(SCHEMA, WANTED, pairs={("sizes",): None})
+    with pytest.raises(ValueError, match="truncated value"):
+        read(data[:-3], count, None)
+    with pytest.raises(ValueError, match="block has 2 bytes left after its records"):
+        read(data + b"\x00\x00", count, None)
+
+
+# ----------------------------------------------------------------------------- metrics at once
+
+TABLE = Schema.of(NestedField.optional(1, "c1", LONG), NestedField.optional(2, "c2", INT))
+FILTERS = ["c1 >= 0 AND c1 < 10", "c2 > -5", "c1 = 3 AND c2 <= 20",
+           "c2 < 100 AND c2 > 0 AND c1 >= -10"]
+
+
+def _bound(fid: int) -> st.SearchStrategy[bytes]:
+    fmt = "<q" if fid == 1 else "<i"
+    return st.integers(-40, 40).map(lambda v: struct.pack(fmt, v)) | st.binary(max_size=9)
+
+
+def _metrics(fids: st.SearchStrategy[int], values: st.SearchStrategy[Any]
+             ) -> st.SearchStrategy[dict[int, Any] | None]:
+    return st.none() | st.dictionaries(fids, values, max_size=2)
+
+
+files = st.lists(st.builds(
+    lambda i, counts, nulls, lower, upper: (i, counts, nulls, lower, upper),
+    st.integers(0, 10**6),
+    _metrics(st.sampled_from([1, 2]), st.integers(0, 4)),
+    _metrics(st.sampled_from([1, 2]), st.integers(0, 4)),
+    st.none() | st.fixed_dictionaries({}, optional={1: _bound(1), 2: _bound(2)}),
+    st.none() | st.fixed_dictionaries({}, optional={1: _bound(1), 2: _bound(2)})),
+    min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=files, expression=st.sampled_from(FILTERS))
+def test_a_metrics_filter_rejects_the_same_files_at_once(
+        rows: list[tuple[Any, ...]], expression: str) -> None:
+    """Counts of 0, all nulls, bounds out of order, bounds of the wrong width (the file is
+    kept: the evaluator decides) and missing maps, as the filter judges each file."""
+    data_files = [DataFile(f"f{n}-{i}.parquet", FileFormat.PARQUET, (), 10, 100,
+                           value_counts=counts, null_value_counts=nulls, lower_bounds=lower,
+                           upper_bounds=upper)
+                  for n, (i, counts, nulls, lower, upper) in enumerate(rows)]
+    cannot_match = metrics_prefilter(bind(parse(expression), TABLE))
+    assert cannot_match is not None
+    expected = [f.file_path for f in data_files if not cannot_match(f)]
+    with tempfile.TemporaryDirectory() as root:
+        file_io = ArrowFileIO()
+        with ManifestWriter(file_io, f"{root}/m.avro", UNPARTITIONED, TABLE, 2,
+                            ManifestContent.DATA, 7) as writer:
+            for f in data_files:
+                writer.add_file(f)
+        manifest = writer.to_manifest_file()
+        original = native.MIN_RECORDS
+        for min_records in (0, 10**12):  # the kernel, then the generated Python
+            native.MIN_RECORDS = min_records
+            try:
+                got = [f.file_path for block in read_manifest_files(
+                    file_io, manifest, stats=Stats.for_columns({1, 2}),
+                    metrics_filter=cannot_match) for f in block]
+            finally:
+                native.MIN_RECORDS = original
+            assert got == expected, min_records
