@@ -45,7 +45,7 @@ Path = tuple[str, ...]
 Column = Callable[["_Block"], list[Any]]
 """Builds one wanted field's values, one per record of a block."""
 
-MIN_RECORDS = 256
+MIN_RECORDS = 64
 """Blocks of at least this many records are decoded by the kernel; smaller ones are not worth
 the arrays (and a process that reads only small manifests never imports numba)."""
 _MAX_DEPTH = 32
