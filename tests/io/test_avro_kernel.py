@@ -1,7 +1,6 @@
 """The compiled kernel's block reader (:mod:`icepark.io.avro.native`): it reads the large
 blocks, returns what the generated Python returns, can be turned off, and applies a metrics
 filter to a whole block at once with the same verdicts as the filter applied file by file.
-Files inflated by a planner's reading threads hold the same records.
 
 The readers' other tests run with the kernel too (``test_avro_compiled``: every test with
 each block decoder; ``test_manifest_stats``: the ``kernel`` decoder)."""
@@ -18,11 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icepark.errors import CorruptFile
 from icepark.expressions import bind, parse
 from icepark.io.avro import native
 from icepark.io.avro.compiled import Converter, compile_reader
-from icepark.io.avro.reader import inflated
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import ManifestWriter, read_manifest_files
 from icepark.io.manifest.reader import Stats
@@ -162,37 +159,3 @@ def test_a_metrics_filter_rejects_the_same_files_at_once(
                 native.MIN_RECORDS = original
             assert got == expected, min_records
 
-
-# ----------------------------------------------------------------------------- inflated files
-
-
-def _container(codec: str, sync_interval: int, rows: int = 20_000) -> bytes:
-    buf = io.BytesIO()
-    fastavro.writer(buf, SCHEMA, [{"id": i, "name": f"{i * 2654435761 % 2**32:x}", "tags": {},
-                                   "sizes": None, "offsets": [i]} for i in range(rows)],
-                    codec=codec, sync_interval=sync_interval, metadata={"k": "v"})
-    return buf.getvalue()
-
-
-def test_an_inflated_file_holds_the_same_records_in_one_block() -> None:
-    content = _container("deflate", 1 << 17)
-    out = inflated(content, "mem")
-    reader = fastavro.reader(io.BytesIO(out))
-    assert reader.codec == "null" and reader.metadata["k"] == "v"
-    assert list(reader) == list(fastavro.reader(io.BytesIO(content)))
-    assert len(list(fastavro.block_reader(io.BytesIO(out)))) == 1
-    assert len(list(fastavro.block_reader(io.BytesIO(content)))) > 1
-
-
-def test_files_of_small_blocks_or_no_codec_are_not_inflated() -> None:
-    small_blocks = _container("deflate", 100)
-    assert inflated(small_blocks, "mem") is small_blocks
-    plain = _container("null", 1 << 17)
-    assert inflated(plain, "mem") is plain
-
-
-def test_a_corrupt_block_is_reported_by_the_inflating_thread() -> None:
-    content = bytearray(_container("deflate", 1 << 17))
-    content[-40:-20] = bytes(20)  # inside the last block's compressed bytes
-    with pytest.raises(CorruptFile, match="mem is corrupt"):
-        inflated(bytes(content), "mem")

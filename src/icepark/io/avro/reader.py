@@ -263,45 +263,6 @@ def raw_blocks(stream: Any, header: _Header, location: str) -> Iterator[tuple[in
         yield count, block
 
 
-INFLATE_MIN = 1 << 14
-"""Compressed blocks smaller than this are left for the decoding thread to inflate (see
-:func:`inflated`)."""
-
-
-def inflated(content: bytes, location: str) -> bytes:
-    """The container file ``content`` with its blocks decompressed and joined into one
-    uncompressed block (``avro.codec`` null, the other metadata and the sync marker kept):
-    the same records. ``zlib`` and the other codecs release the GIL while they inflate, so a
-    reading thread can do it while another decodes; ``CorruptFile`` as :func:`raw_blocks`
-    raises it. A file without a codec is returned as it is, and so is one whose first block
-    is smaller than :data:`INFLATE_MIN` bytes: a file of many small blocks (a block per
-    record) would have the reading thread take and release the GIL for each, and wait for it
-    each time."""
-    stream = io.BytesIO(content)
-    header = _open_header(stream, location)
-    if header.decompress is None or _first_block_size(content, stream.tell()) < INFLATE_MIN:
-        return content
-    blocks = list(raw_blocks(stream, header, location))
-    metadata = {**header.metadata, "avro.codec": b"null"}
-    if not blocks:
-        return encode_header(metadata, header.sync)
-    data = b"".join(block for _, block in blocks)
-    count = sum(n for n, _ in blocks)
-    return b"".join([encode_header(metadata, header.sync), zigzag_varint(count),
-                     zigzag_varint(len(data)), data, header.sync])
-
-
-def _first_block_size(content: bytes, p: int) -> int:
-    """The size of the block at ``p`` (0 when there is none or its framing is bad: the
-    decoding thread then reports it)."""
-    try:
-        _, p = read_long(content, p)
-        size, _ = read_long(content, p)
-    except (IndexError, ValueError):
-        return 0
-    return size
-
-
 def coalesced(blocks: Iterator[tuple[int, bytes]], min_bytes: int = 1 << 18
               ) -> Iterator[tuple[int, bytes]]:
     """Consecutive ``blocks`` joined until they hold ``min_bytes``: a block's records are

@@ -42,7 +42,6 @@ from icepark.expressions import (
     rewrite_not,
     unbind,
 )
-from icepark.io.avro.reader import inflated
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -380,10 +379,6 @@ class ManifestPlanner:
                 return m, None  # most likely decoded already: read only if it is not
             return m, self.file_io.new_input(m.manifest_path).read()
 
-        def read_inflated(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
-            _, content = read(m)
-            return m, None if content is None else inflated(content, m.manifest_path)
-
         def decode(job: tuple[ManifestFile, bytes | None], planner: ManifestPlanner = self
                    ) -> list[FileScanTask]:
             manifest, content = job  # decoded from memory: a worker opens no file system
@@ -402,9 +397,8 @@ class ManifestPlanner:
             uncached.cache = None
             results = map_tasks(functools.partial(decode, planner=uncached), map(read, data),
                                 self.workers)
-        elif len(data) > 1:  # read ahead on threads: waits on storage do not hold the GIL,
-            # nor does inflating (the planning thread then decodes uncompressed blocks)
-            results = map(decode, parallel_map(read_inflated, data))
+        elif len(data) > 1:  # read ahead on threads: waits on storage do not hold the GIL
+            results = map(decode, parallel_map(read, data))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
         yield from self.checked(results, index, added_by)
