@@ -24,8 +24,10 @@ after the metadata is loaded, best of ``--repeat`` runs:
 icepark plans in one process (``ICEPARK_PLANNING_WORKERS=1``), as in a Spark driver, in a fresh
 Python process per layout, twice: with its manifest cache (the default: repeated scans of the
 unchanged table reuse the decoded manifests, so the best of several runs is a cached run) and
-without (``io.manifest.cache-enabled=false``: every scan decodes). pyiceberg runs in its own
-process. With ``--java``, the reference plans the same metadata file through a static table in
+without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached planning runs with
+the compiled kernel (:mod:`icepark.io.avro.native`, the default) and with the generated Python
+decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), two processes each, in
+turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same metadata file through a static table in
 its own JVM (its manifest reading, worker pool and JIT), timed after five untimed runs of each
 scan. Peak RSS (``resource.getrusage``) is each Python process's own.
 
@@ -361,6 +363,24 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
     return result
 
 
+def uncached_runs(metadata_file: str, repeat: int) -> dict[str, dict[str, Any]]:
+    """icepark's uncached planning with the compiled kernel (``uncached``) and with the
+    generated Python decoder alone (``python``), two processes each, in turns: the best of
+    each scan over both."""
+    runs: dict[str, list[dict[str, Any]]] = {"uncached": [], "python": []}
+    for _ in range(2):
+        for name, kernel in (("uncached", "1"), ("python", "0")):
+            runs[name].append(run_worker("icepark", metadata_file, repeat, BENCH_CACHE="false",
+                                         ICEPARK_PLANNING_WORKERS="1",
+                                         ICEPARK_AVRO_KERNEL=kernel))
+    best: dict[str, dict[str, Any]] = {}
+    for name, results in runs.items():
+        best[name] = {scan: min((r[scan] for r in results), key=lambda t: t["seconds"])
+                      for scan in FILTERS}
+        best[name]["rss_mb"] = max(r["rss_mb"] for r in results)
+    return best
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -404,16 +424,18 @@ def main() -> None:
             metadata_file = layout_metadata(layout, args.cache, files, manifests)
             runs = {"cached": run_worker("icepark", metadata_file, args.repeat,
                                          ICEPARK_PLANNING_WORKERS="1"),
-                    "uncached": run_worker("icepark", metadata_file, args.repeat,
-                                           ICEPARK_PLANNING_WORKERS="1", BENCH_CACHE="false")}
+                    **uncached_runs(metadata_file, args.repeat)}
             theirs = (None if args.no_pyiceberg
                       else run_worker("pyiceberg", metadata_file, args.repeat))
             java = (java_planner_times(metadata_file, args.repeat, threads=args.java_threads)
                     if args.java else None)
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
+                python = runs["python"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
-                         f"{uncached['seconds']:.3f}", f"{cached['seconds']:.3f}"]
+                         f"{uncached['seconds']:.3f}", f"{python['seconds']:.3f}",
+                         f"{python['seconds'] / uncached['seconds']:.2f}x",
+                         f"{cached['seconds']:.3f}"]
                 for other in (theirs, java):
                     if other is None:
                         cells += ["", "", ""]
@@ -428,21 +450,26 @@ def main() -> None:
                               f"**{b['seconds'] / cached['seconds']:.2f}x**"]
                 rows.append("| " + " | ".join(cells) + " |")
             rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
-                        f"{runs['uncached']['rss_mb']:.0f} | {runs['cached']['rss_mb']:.0f} | "
+                        f"{runs['uncached']['rss_mb']:.0f} | {runs['python']['rss_mb']:.0f} | | "
+                        f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
     print(f"\nScan planning in one process (as in a Spark driver), best of {args.repeat}: "
           f"seconds to list the planned files ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}). icepark uncached: every scan decodes the manifests "
-          "(io.manifest.cache-enabled=false); cached: repeated scans reuse the decoded "
-          "manifests (the default). Java: the reference after 5 warm-up runs per scan, its "
+          "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
+          "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
+          "each the best of two processes run in turns; cached: repeated scans reuse the "
+          "decoded manifests (the default). Java: the reference after 5 warm-up runs per scan, its "
           "worker pool "
           + ("a thread per CPU, at least 2" if args.java_threads is None
              else f"{args.java_threads} thread(s)") + ".\n")
-    print("| files | manifests by | scan | files planned | icepark uncached | icepark cached "
-          "| pyiceberg | vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | "
-          "vs Java (uncached) | vs Java (cached) |")
-    print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
+          "Python decoder | kernel speed-up | icepark cached | pyiceberg | "
+          "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
+          "vs Java (cached) |")
+    print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+          "| ---: | ---: |")
     print("\n".join(rows))
 
 

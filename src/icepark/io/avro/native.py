@@ -135,6 +135,17 @@ class _Block:
         index = np.arange(len(rows)) - np.repeat(first - starts, lengths)
         return rows, self.keys[index], self.items[index], self.item_ends[index]
 
+    def single_items(self, slot: int) -> tuple[list[int], list[int], list[int]] | None:
+        """When each row kept has exactly one item in slot ``slot``: the key, value and value
+        end of each, as lists; else None."""
+        starts, ends = self.values[slot], self.ends[slot]
+        if self.rows is not None:
+            starts, ends = starts[self.rows], ends[self.rows]
+        if not len(starts) or not ((ends - starts) == 1).all():
+            return None
+        return (self.keys[starts].tolist(), self.items[starts].tolist(),
+                self.item_ends[starts].tolist())
+
     def list_of(self, name: str) -> list[Any]:
         """The collected ``keys``, ``items`` or ``item_ends``, as a list."""
         found = self._lists.get((name, -1))
@@ -209,6 +220,15 @@ def _longs(slot: int) -> Column:
 
 def _pairs(slot: int, kind: str) -> Column:
     def column(b: _Block) -> list[Any]:
+        singles = b.single_items(slot)
+        if singles is not None:  # one item a row (a metrics filter's column): no slicing
+            keys, values, ends = singles
+            if kind in ("int", "long"):
+                return [{k: v} for k, v in zip(keys, values, strict=True)]
+            d = b.d
+            if kind == "bytes":
+                return [{k: d[v:e]} for k, v, e in zip(keys, values, ends, strict=True)]
+            return [{k: d[v:e].decode()} for k, v, e in zip(keys, values, ends, strict=True)]
         keys, values = b.list_of("keys"), b.list_of("items")
         ranges = zip(b.v(slot), b.e(slot), strict=True)
         if kind in ("int", "long"):
