@@ -27,9 +27,10 @@ unchanged table reuse the decoded manifests, so the best of several runs is a ca
 without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached planning runs with
 the compiled kernel (:mod:`icepark.io.avro.native`, the default) and with the generated Python
 decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), two processes each, in
-turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same metadata file through a static table in
-its own JVM (its manifest reading, worker pool and JIT), timed after five untimed runs of each
-scan. Peak RSS (``resource.getrusage``) is each Python process's own.
+turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same
+metadata file through a static table in its own JVM (its manifest reading, worker pool and
+JIT), timed after five untimed runs of each scan. Peak RSS (``resource.getrusage``) is each
+Python process's own.
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large] [--repeat N] [--java]
         [--layouts icepark,pyiceberg,java] [--cache DIR]
