@@ -41,6 +41,12 @@ def _varint_run(count: int) -> Callable[[bytes, int], re.Match[bytes] | None]:
     return re.compile(rb"(?:[\x80-\xff]{0,9}[\x00-\x7f]){%d}" % count, re.DOTALL).match
 
 
+def kind_of(t: Any) -> str:
+    """The kind of a resolved Avro type: a primitive's name, ``union`` or a complex type's
+    ``type``."""
+    return t if isinstance(t, str) else ("union" if isinstance(t, list) else str(t["type"]))
+
+
 def _bad(message: str) -> ValueError:
     return ValueError(message)
 
@@ -189,7 +195,7 @@ class Emitter:
         if depth > _MAX_DEPTH:
             raise UnsupportedFeature("Avro schema nests too deeply or refers to itself")
         t = self.resolve(t)
-        kind = t if isinstance(t, str) else ("union" if isinstance(t, list) else t["type"])
+        kind = kind_of(t)
         match kind:
             case "null":
                 if target:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from icepark.errors import UnsupportedFeature
-from icepark.io.avro.codegen import NAMESPACE, Emitter
+from icepark.io.avro.codegen import NAMESPACE, Emitter, kind_of
 
 Path = tuple[str, ...]
 Column = Callable[["_Block"], list[Any]]
@@ -378,7 +378,7 @@ class _Program:
 
     def _native(self, t: Any, depth: int) -> Column:
         t = self.resolve(t)
-        kind = t if isinstance(t, str) else ("union" if isinstance(t, list) else t["type"])
+        kind = kind_of(t)
         match kind:
             case "null":
                 return lambda b: [None] * b.count
@@ -490,7 +490,7 @@ class _Program:
         if depth > _MAX_DEPTH:
             raise UnsupportedFeature("Avro schema nests too deeply or refers to itself")
         t = self.resolve(t)
-        kind = t if isinstance(t, str) else ("union" if isinstance(t, list) else t["type"])
+        kind = kind_of(t)
         match kind:
             case "null":
                 pass
