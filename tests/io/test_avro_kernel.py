@@ -83,7 +83,7 @@ def test_large_blocks_are_read_by_the_kernel(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_the_kernel_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "_KERNEL", [])
+    monkeypatch.setattr(native, "_MODULES", {})
     monkeypatch.setenv("ICEPARK_AVRO_KERNEL", "0")
     assert native.kernel() is None
     count = native.MIN_RECORDS

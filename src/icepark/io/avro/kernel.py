@@ -64,7 +64,7 @@ _STACK = 64
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _varint(d: Any, p: int, n: int) -> tuple[int, Any, int]:
+def varint(d: Any, p: int, n: int) -> tuple[int, Any, int]:
     """(status, value, position after it) of the zig-zag varint at ``p``."""
     shift = 0
     acc = np.uint64(0)
@@ -127,13 +127,13 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                 pc += 1
             elif op == SKIP_VARINT_ARRAY or op == SKIP_BOUND_ARRAY:  # noqa: PLR1714, SIM109
                 while True:
-                    status, items_left, p = _varint(d, p, n)
+                    status, items_left, p = varint(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if items_left == 0:
                         break
                     if items_left < 0:  # a sized block: skipped at once
-                        status, size, p = _varint(d, p, n)
+                        status, size, p = varint(d, p, n)
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found
@@ -158,7 +158,7 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found
-                        status, length, p = _varint(d, p, n)
+                        status, length, p = varint(d, p, n)
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found
@@ -171,7 +171,7 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                         p += length
                 pc += 1
             elif op == LONG or op == ITEM:  # noqa: PLR1714, SIM109
-                status, v, p = _varint(d, p, n)
+                status, v, p = varint(d, p, n)
                 if status:
                     return status, p, values, ends, nulls, keys, items, item_ends, found
                 if op == ITEM:
@@ -188,7 +188,7 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                     values[a, r] = v
                 pc += 1
             elif op == BYTES:
-                status, length, p = _varint(d, p, n)
+                status, length, p = varint(d, p, n)
                 if status:
                     return status, p, values, ends, nulls, keys, items, item_ends, found
                 if length < 0:
@@ -219,7 +219,7 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                 p += 1
                 pc += 1
             elif op == UNION:
-                status, branch, p = _varint(d, p, n)
+                status, branch, p = varint(d, p, n)
                 if status:
                     return status, p, values, ends, nulls, keys, items, item_ends, found
                 if branch < 0 or branch >= a:
@@ -250,13 +250,13 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                     depth -= 1
                 flags = ops[start, 2]
                 while True:  # the next block's count
-                    status, items_left, p = _varint(d, p, n)
+                    status, items_left, p = varint(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if items_left >= 0:
                         break
                     items_left = -items_left
-                    status, size, p = _varint(d, p, n)
+                    status, size, p = varint(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if size < 0:
@@ -285,25 +285,25 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                 keyset = ops[pc, 3]
                 values[a, r] = found
                 while True:
-                    status, items_left, p = _varint(d, p, n)
+                    status, items_left, p = varint(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if items_left == 0:
                         break
                     if items_left < 0:
                         items_left = -items_left
-                        status, size, p = _varint(d, p, n)
+                        status, size, p = varint(d, p, n)
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found
                     if items_left > n - p:
                         return TOO_MANY, p, values, ends, nulls, keys, items, item_ends, found
                     for _ in range(items_left):
-                        status, key, p = _varint(d, p, n)
+                        status, key, p = varint(d, p, n)
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found
-                        status, v, p = _varint(d, p, n)
+                        status, v, p = varint(d, p, n)
                         if status:
                             return status, p, values, ends, nulls, keys, items, item_ends, \
                                 found

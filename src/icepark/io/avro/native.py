@@ -32,6 +32,7 @@ The kernel is compiled by numba on first use (cached on disk). Blocks of fewer t
 
 from __future__ import annotations
 
+import importlib
 import os
 import struct
 import threading
@@ -55,25 +56,45 @@ _PLAIN = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes"
 
 # ----------------------------------------------------------------------------- the kernel
 
-_KERNEL: list[Any] = []
-_KERNEL_LOCK = threading.Lock()
+_MODULES: dict[str, Any] = {}
+_MODULES_LOCK = threading.Lock()
+
+
+def _compiled_module(name: str) -> Any:
+    """The module ``icepark.io.avro.<name>`` of numba-compiled functions, imported once;
+    None when numba (or what the module needs) cannot be imported or
+    ``ICEPARK_AVRO_KERNEL=0``."""
+    if name in _MODULES:
+        return _MODULES[name]
+    with _MODULES_LOCK:
+        if name not in _MODULES:
+            module: Any = None
+            if os.environ.get("ICEPARK_AVRO_KERNEL", "1") != "0":
+                try:  # numba: slow to import, and an optional speed-up
+                    module = importlib.import_module(f"icepark.io.avro.{name}")
+                except ImportError:
+                    module = None
+            _MODULES[name] = module
+    return _MODULES[name]
 
 
 def kernel() -> Any:
-    """The kernel module, imported (and its functions compiled) once; None when numba cannot
-    be imported or ``ICEPARK_AVRO_KERNEL=0``."""
-    if _KERNEL:
-        return _KERNEL[0]
-    with _KERNEL_LOCK:
-        if not _KERNEL:
-            module: Any = None
-            if os.environ.get("ICEPARK_AVRO_KERNEL", "1") != "0":
-                try:
-                    from icepark.io.avro import kernel as module  # noqa: PLC0415 - numba: slow
-                except ImportError:
-                    module = None
-            _KERNEL.append(module)
-    return _KERNEL[0]
+    """The kernel module (:mod:`icepark.io.avro.kernel`), imported (and its functions
+    compiled) once; None when numba cannot be imported or ``ICEPARK_AVRO_KERNEL=0``."""
+    return _compiled_module("kernel")
+
+
+def inflated(content: bytes, smallest: Callable[[bytes], int], block_bytes: int) -> bytes:
+    """The container file ``content`` with its deflated blocks (``block_bytes`` long at most on
+    average) inflated and joined into one uncompressed block, by
+    :func:`icepark.io.avro.inflate.inflate_container` without the GIL (``smallest``: the
+    fewest bytes a record of a schema takes); ``content`` itself when it is not such a file,
+    cannot be inflated that way (its reader reports what is wrong), or numba or zlib cannot
+    be loaded."""
+    module = _compiled_module("inflate")
+    found = None if module is None else module.inflate_container(content, smallest,
+                                                                 block_bytes)
+    return content if found is None else found
 
 
 class _Block:
