@@ -25,8 +25,10 @@ icepark plans in one process (``ICEPARK_PLANNING_WORKERS=1``), as in a Spark dri
 Python process per layout, twice: with its manifest cache (the default: repeated scans of the
 unchanged table reuse the decoded manifests, so the best of several runs is a cached run) and
 without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached planning runs with
-the compiled kernel (:mod:`icepark.io.avro.native`, the default) and with the generated Python
-decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), two processes each, in
+the compiled kernel (:mod:`icepark.io.avro.native`, the default), with the generated Python
+decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel) and with the kernel but
+the manifests read ahead left deflated for the decoding thread to inflate (the baseline of
+inflating ahead, which applies to manifests of a record per block), two processes each, in
 turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same
 metadata file through a static table in its own JVM (its manifest reading, worker pool and
 JIT), timed after five untimed runs of each scan. Peak RSS (``resource.getrusage``) is each
@@ -301,8 +303,11 @@ def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5,
 def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
     from icepark.io.fileio import ArrowFileIO  # noqa: PLC0415 - measured in its own process
     from icepark.spec.serde.metadata_json import table_metadata_from_json  # noqa: PLC0415
+    from icepark.table.scan import planner  # noqa: PLC0415
     from icepark.table.scan.scan import TableScan  # noqa: PLC0415
 
+    if os.environ.get("BENCH_INFLATE_AHEAD") == "0":  # the manifests read ahead stay deflated
+        planner.INFLATE_AHEAD_MAX_BYTES = -1
     with open(metadata_file) as f:
         md = table_metadata_from_json(f.read())
     io = ArrowFileIO({"io.manifest.cache-enabled": os.environ.get("BENCH_CACHE", "true"),
@@ -365,15 +370,18 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
 
 
 def uncached_runs(metadata_file: str, repeat: int) -> dict[str, dict[str, Any]]:
-    """icepark's uncached planning with the compiled kernel (``uncached``) and with the
-    generated Python decoder alone (``python``), two processes each, in turns: the best of
-    each scan over both."""
-    runs: dict[str, list[dict[str, Any]]] = {"uncached": [], "python": []}
+    """icepark's uncached planning with the compiled kernel (``uncached``), with the
+    generated Python decoder alone (``python``) and with the kernel but the manifests read
+    ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
+    INFLATE_AHEAD_MAX_BYTES` off), two processes each, in turns: the best of each scan over
+    both."""
+    runs: dict[str, list[dict[str, Any]]] = {"uncached": [], "python": [], "in_decoder": []}
     for _ in range(2):
-        for name, kernel in (("uncached", "1"), ("python", "0")):
+        for name, kernel, ahead in (("uncached", "1", "1"), ("python", "0", "1"),
+                                    ("in_decoder", "1", "0")):
             runs[name].append(run_worker("icepark", metadata_file, repeat, BENCH_CACHE="false",
                                          ICEPARK_PLANNING_WORKERS="1",
-                                         ICEPARK_AVRO_KERNEL=kernel))
+                                         ICEPARK_AVRO_KERNEL=kernel, BENCH_INFLATE_AHEAD=ahead))
     best: dict[str, dict[str, Any]] = {}
     for name, results in runs.items():
         best[name] = {scan: min((r[scan] for r in results), key=lambda t: t["seconds"])
@@ -432,10 +440,12 @@ def main() -> None:
                     if args.java else None)
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
-                python = runs["python"][name]
+                python, in_decoder = runs["python"][name], runs["in_decoder"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
                          f"{uncached['seconds']:.3f}", f"{python['seconds']:.3f}",
                          f"{python['seconds'] / uncached['seconds']:.2f}x",
+                         f"{in_decoder['seconds']:.3f}",
+                         f"{in_decoder['seconds'] / uncached['seconds']:.2f}x",
                          f"{cached['seconds']:.3f}"]
                 for other in (theirs, java):
                     if other is None:
@@ -452,6 +462,7 @@ def main() -> None:
                 rows.append("| " + " | ".join(cells) + " |")
             rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
                         f"{runs['uncached']['rss_mb']:.0f} | {runs['python']['rss_mb']:.0f} | | "
+                        f"{runs['in_decoder']['rss_mb']:.0f} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
@@ -460,17 +471,19 @@ def main() -> None:
           f"{os.getloadavg()[0]:.1f}). icepark uncached: every scan decodes the manifests "
           "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
           "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
-          "each the best of two processes run in turns; cached: repeated scans reuse the "
-          "decoded manifests (the default). Java: the reference after 5 warm-up runs per scan, its "
-          "worker pool "
+          "or with the manifests read ahead left deflated for the decoding thread to inflate "
+          "(inflated while decoding), each the best of two processes run in turns; cached: "
+          "repeated scans reuse the decoded manifests (the default). Java: the reference "
+          "after 5 warm-up runs per scan, its worker pool "
           + ("a thread per CPU, at least 2" if args.java_threads is None
              else f"{args.java_threads} thread(s)") + ".\n")
     print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
-          "Python decoder | kernel speed-up | icepark cached | pyiceberg | "
+          "Python decoder | kernel speed-up | uncached, inflated while decoding | "
+          "inflate-ahead speed-up | icepark cached | pyiceberg | "
           "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
           "vs Java (cached) |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: |")
+          "| ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

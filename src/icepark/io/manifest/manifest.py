@@ -39,6 +39,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from io import BytesIO
 from types import TracebackType
 from typing import Any
 
@@ -396,7 +397,9 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
                                  (None, None), files_only=files_only, row_ids=True),
                          filters, files_only)
     location = manifest.manifest_path
-    stream = file_io.new_input(location).open()
+    # read whole (as its blocks are anyway): parsed from memory, the header's many small
+    # reads do not each release and take back the GIL, waiting on threads reading ahead
+    stream = BytesIO(file_io.new_input(location).read())
     try:
         opened = open_blocks(stream, location)
         meta = _parse_metadata(opened.metadata, location)

@@ -12,11 +12,12 @@ predicates are also used to filter data and delete files using column bounds and
 :class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete manifests into a
 :class:`~icepark.table.scan.delete_index.DeleteIndex`; then streams the data manifests (each read
 once, a bounded number ahead, and decoded by forked workers when there are many and forking is
-safe, else in this process: see :data:`PLANNING_WORKERS`), keeping the live files whose
-partition (tested once per distinct partition, before the rest of an entry is decoded) and
-metrics may match, each with its delete files and its residual (one per partition). Only the
-metric maps the filter (and the equality deletes) need are decoded, unless the caller asks for
-every column's.
+safe, else in this process: see :data:`PLANNING_WORKERS`; read ahead on threads, those of a
+record per block are inflated there: see :data:`INFLATE_AHEAD_BLOCK_BYTES`), keeping the live
+files whose partition (tested once per distinct partition, before the rest of an entry is
+decoded) and metrics may match, each with its delete files and its residual (one per
+partition). Only the metric maps the filter (and the equality deletes) need are decoded, unless
+the caller asks for every column's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -42,6 +44,8 @@ from icepark.expressions import (
     rewrite_not,
     unbind,
 )
+from icepark.io.avro.native import inflated
+from icepark.io.avro.reader import smallest_record
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -90,6 +94,18 @@ tasks pickled. ``ICEPARK_PLANNING_WORKERS=1`` plans in-process always."""
 PROCESS_MIN_BYTES = 4 * 1024 * 1024
 """Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
 process: forking costs more than it saves."""
+INFLATE_AHEAD_MAX_BYTES = 4 * 1024 * 1024
+INFLATE_AHEAD_BLOCK_BYTES = 4096
+"""Data manifests read ahead on threads, at most ``INFLATE_AHEAD_MAX_BYTES`` long and
+deflated in blocks of at most ``INFLATE_AHEAD_BLOCK_BYTES`` on average (as pyiceberg writes
+them, a record per block), are inflated on those threads, outside the GIL
+(:func:`~icepark.io.avro.native.inflated`): the thread decoding them would otherwise spend
+most of its time on a codec call per record. Others are inflated a block at a time as they
+are decoded: their codec calls are few, and the manifests read ahead then hold only their
+compressed size in memory."""
+_INFLATING = threading.BoundedSemaphore(max(1, (os.cpu_count() or 1) - 1))
+"""Threads inflating at once: all cores but the one decoding (more would take it from the
+decoding thread, the one planning waits for)."""
 T = TypeVar("T")
 _RESIDUAL_CACHE_LIMIT = 100_000  # partitions remembered per scan (bounded memory)
 _NO_DELETES = DeleteIndex.build(())
@@ -379,6 +395,13 @@ class ManifestPlanner:
                 return m, None  # most likely decoded already: read only if it is not
             return m, self.file_io.new_input(m.manifest_path).read()
 
+        def read_ahead(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
+            m, content = read(m)
+            if content is not None and len(content) <= INFLATE_AHEAD_MAX_BYTES:
+                with _INFLATING:
+                    content = inflated(content, smallest_record, INFLATE_AHEAD_BLOCK_BYTES)
+            return m, content
+
         def decode(job: tuple[ManifestFile, bytes | None], planner: ManifestPlanner = self
                    ) -> list[FileScanTask]:
             manifest, content = job  # decoded from memory: a worker opens no file system
@@ -397,8 +420,9 @@ class ManifestPlanner:
             uncached.cache = None
             results = map_tasks(functools.partial(decode, planner=uncached), map(read, data),
                                 self.workers)
-        elif len(data) > 1:  # read ahead on threads: waits on storage do not hold the GIL
-            results = map(decode, parallel_map(read, data))
+        elif len(data) > 1:  # read ahead on threads: waits on storage (and inflating in
+            # bulk) do not hold the GIL
+            results = map(decode, parallel_map(read_ahead, data))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
         yield from self.checked(results, index, added_by)

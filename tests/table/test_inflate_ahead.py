@@ -1,0 +1,47 @@
+"""Planning reads data manifests ahead on threads and inflates there those written a record
+per block (:data:`icepark.table.scan.planner.INFLATE_AHEAD_BLOCK_BYTES`): the plan is the same
+as when they are inflated a block at a time by the decoding thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from icepark.io.avro import native
+from icepark.io.fileio import ArrowFileIO
+from icepark.io.manifest import manifest as manifest_module
+from icepark.table.scan import planner as planner_module
+from icepark.table.scan.scan import TableScan
+from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
+
+UNCACHED = ArrowFileIO({"io.manifest.cache-enabled": "false"})
+
+
+@pytest.mark.parametrize("row_filter", ["id > 12", "category = 'a'", "true"])
+def test_manifests_of_a_record_per_block_plan_the_same_inflated_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_filter: str) -> None:
+    monkeypatch.setattr(manifest_module, "BLOCK_ROWS", 1)  # as pyiceberg writes manifests
+    t = ScanTable(tmp_path)
+    for i in range(4):
+        t.append(*[t.file(f"f{i}{j}", ("a" if j % 2 else "b",),
+                          **long_bounds(1, 10 * i, 10 * i + j)) for j in range(5)])
+    outcomes: list[bool] = []
+    def inflated(content: bytes, smallest: Callable[[bytes], int], block_bytes: int) -> bytes:
+        out = native.inflated(content, smallest, block_bytes)
+        outcomes.append(out is not content)
+        return out
+
+    monkeypatch.setattr(planner_module, "inflated", inflated)
+    ahead = list(TableScan(t.metadata, UNCACHED, row_filter=row_filter).plan_files())
+    assert outcomes == [True] * 4  # every data manifest, on the read-ahead threads
+    monkeypatch.setattr(planner_module, "INFLATE_AHEAD_MAX_BYTES", -1)
+    outcomes.clear()
+    decoded = list(TableScan(t.metadata, UNCACHED, row_filter=row_filter).plan_files())
+    assert outcomes == []
+    assert ahead == decoded
+    expected = {"id > 12": {f"f{i}{j}" for i in range(4) for j in range(5) if 10 * i + j > 12},
+                "category = 'a'": {f"f{i}{j}" for i in range(4) for j in (1, 3)},
+                "true": {f"f{i}{j}" for i in range(4) for j in range(5)}}[row_filter]
+    assert {name_of(task.data_file) for task in ahead} == expected
