@@ -194,6 +194,27 @@ def test_array_blocks_with_negative_counts(sized: bool) -> None:
     assert compile_reader(schema, {("tail",): None})(data, 2, None) == [(9,)] * 2
 
 
+@pytest.mark.parametrize("sized", [True, False])
+@pytest.mark.parametrize("keys", [None, frozenset({2})])
+def test_map_blocks_with_negative_counts(sized: bool, keys: frozenset[int] | None) -> None:
+    """An Iceberg map (an array of key-value records) in blocks of negative counts, read as a
+    dict, kept (with its keys filtered) or skipped."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "counts", "type": ["null", {"type": "array", "items": PAIR}]},
+        {"name": "tail", "type": "int"}]}
+    pairs = [zigzag_varint(1) + zigzag_varint(5), zigzag_varint(2) + zigzag_varint(300),
+             zigzag_varint(3) + zigzag_varint(-7)]
+    blocks = b"".join(
+        (zigzag_varint(-len(part)) + zigzag_varint(len(b"".join(part))) if sized
+         else zigzag_varint(len(part))) + b"".join(part) for part in (pairs[:2], pairs[2:]))
+    data = (zigzag_varint(1) + blocks + b"\x00" + zigzag_varint(9)) * 2
+    read = compile_reader(schema, {("counts",): None, ("tail",): None},
+                          pairs={("counts",): keys})
+    expected = {1: 5, 2: 300, 3: -7} if keys is None else {2: 300}
+    assert read(data, 2, None) == [(expected, 9)] * 2
+    assert compile_reader(schema, {("tail",): None})(data, 2, None) == [(9,)] * 2
+
+
 @pytest.mark.parametrize(("data", "count"), [
     (b"\x02", 1),  # truncated: a union branch without its value
     (zigzag_varint(1) + zigzag_varint(5) + b"\x00\x00", 2),  # trailing bytes

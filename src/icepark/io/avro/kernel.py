@@ -96,6 +96,19 @@ def _skip_varints(d: Any, p: int, n: int, many: int) -> tuple[int, int]:
     return OK, p
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_count(d: Any, p: int, n: int) -> tuple[int, Any, bool, Any, int]:
+    """(status, item count, whether a byte size is given, the size, position after) of the
+    block of an array or map at ``p``: "If a block's count is negative, its absolute value is
+    used, and the count is followed immediately by a long block size" (checked by the caller
+    as it uses it)."""
+    status, count, p = varint(d, p, n)
+    if status or count >= 0:
+        return status, count, False, 0, p
+    status, size, p = varint(d, p, n)
+    return status, -count, True, size, p
+
+
 @numba.njit(cache=True, nogil=True)
 def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
         ) -> tuple[int, int, Any, Any, Any, Any, Any, Any, int]:  # pragma: no cover - native
@@ -127,16 +140,12 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                 pc += 1
             elif op == SKIP_VARINT_ARRAY or op == SKIP_BOUND_ARRAY:  # noqa: PLR1714, SIM109
                 while True:
-                    status, items_left, p = varint(d, p, n)
+                    status, items_left, sized, size, p = _block_count(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if items_left == 0:
                         break
-                    if items_left < 0:  # a sized block: skipped at once
-                        status, size, p = varint(d, p, n)
-                        if status:
-                            return status, p, values, ends, nulls, keys, items, item_ends, \
-                                found
+                    if sized:  # skipped at once
                         if size < 0:
                             return NEGATIVE_SIZE, p, values, ends, nulls, keys, items, \
                                 item_ends, found
@@ -250,15 +259,11 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                     depth -= 1
                 flags = ops[start, 2]
                 while True:  # the next block's count
-                    status, items_left, p = varint(d, p, n)
+                    status, items_left, sized, size, p = _block_count(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
-                    if items_left >= 0:
+                    if not sized:
                         break
-                    items_left = -items_left
-                    status, size, p = varint(d, p, n)
-                    if status:
-                        return status, p, values, ends, nulls, keys, items, item_ends, found
                     if size < 0:
                         return NEGATIVE_SIZE, p, values, ends, nulls, keys, items, item_ends, \
                             found
@@ -285,17 +290,11 @@ def run(ops: Any, keysets: Any, d: Any, count: int, slots: int
                 keyset = ops[pc, 3]
                 values[a, r] = found
                 while True:
-                    status, items_left, p = varint(d, p, n)
+                    status, items_left, sized, size, p = _block_count(d, p, n)
                     if status:
                         return status, p, values, ends, nulls, keys, items, item_ends, found
                     if items_left == 0:
                         break
-                    if items_left < 0:
-                        items_left = -items_left
-                        status, size, p = varint(d, p, n)
-                        if status:
-                            return status, p, values, ends, nulls, keys, items, item_ends, \
-                                found
                     if items_left > n - p:
                         return TOO_MANY, p, values, ends, nulls, keys, items, item_ends, found
                     for _ in range(items_left):
