@@ -261,6 +261,11 @@ def _unpickled(result: bytes) -> list[FileScanTask]:
         return unpack(pickle.loads(result))  # bytes from our own worker process
 
 
+PROMOTE_AFTER_PAUSE = True
+"""Whether :func:`cyclic_gc_paused` moves what was allocated while paused to the oldest
+generation when it ends."""
+
+
 @contextlib.contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a manifest's tasks are built: the thousands
@@ -268,13 +273,23 @@ def cyclic_gc_paused() -> Iterator[None]:
     its passes over the older generations grow with the tasks already planned (a tenth of
     planning time in one process, most of the unpickling of a worker's tasks). Reference
     counting still frees everything; the collector is enabled again after (unless it was
-    disabled before)."""
+    disabled before).
+
+    Enabled again, the collector would at once collect the young generation, which then
+    holds every record just built (and still referenced: they are the tasks being returned),
+    and promote them through the middle generation, whose collections would walk them again.
+    Instead, the young and middle generations are moved to the oldest one as they are
+    (``gc.freeze()`` then ``gc.unfreeze()``: two list splices, no walk): a cycle among those
+    objects, ours or another thread's, is then found by the next full collection."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if PROMOTE_AFTER_PAUSE:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
