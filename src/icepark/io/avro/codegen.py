@@ -142,6 +142,23 @@ class Emitter:
             return int(t["size"]) > 0
         return True  # a union's branch index, an enum's, an array's count
 
+    def iceberg_map(self, t: Any) -> tuple[bool, Any, Any] | None:
+        """(whether it is in a union with null first, its key type, its value type, both
+        resolved) of ``t`` if it has the shape of an Iceberg map (an array of records of two
+        fields), else None."""
+        t = self.resolve(t)
+        nullable = isinstance(t, list) and len(t) == 2 and self.resolve(t[0]) == "null"
+        if nullable:
+            t = self.resolve(t[1])
+        if not isinstance(t, dict) or t.get("type") != "array":
+            return None
+        item = self.resolve(t["items"])
+        if not isinstance(item, dict) or item.get("type") not in ("record", "error") or \
+                len(item["fields"]) != 2:
+            return None
+        key, value = (self.resolve(f["type"]) for f in item["fields"])
+        return nullable, key, value
+
     def varint_then_bytes(self, item: Any) -> bool:
         t = self.resolve(item)
         if not isinstance(t, dict) or t.get("type") not in ("record", "error") or \

@@ -184,17 +184,10 @@ class _Reader(Emitter):
         """How a field of type ``t`` is read as part of a map run, if it is an Iceberg map of
         int keys to int, long or bytes values (an array of key/value records, maybe in a union
         with null first)."""
-        t = self.resolve(t)
-        nullable = isinstance(t, list) and len(t) == 2 and self.resolve(t[0]) == "null"
-        if nullable:
-            t = self.resolve(t[1])
-        if not isinstance(t, dict) or t.get("type") != "array":
+        found = self.iceberg_map(t)
+        if found is None:
             return None
-        item = self.resolve(t["items"])
-        if not isinstance(item, dict) or item.get("type") not in ("record", "error") or \
-                len(item["fields"]) != 2:
-            return None
-        key, value = (self.resolve(f["type"]) for f in item["fields"])
+        nullable, key, value = found
         if key not in ("int", "long") or value not in ("int", "long", "bytes"):
             return None
         return MapField(nullable, value == "bytes", None)

@@ -189,17 +189,10 @@ class Program:
     def _pairs(self, t: Any, keys: frozenset[Any] | None, path: Path) -> Column | None:
         """An Iceberg map (an array of two-field records, maybe in a union with null first)
         of int keys to int, long, bytes or string values, read as dicts of the ``keys``."""
-        resolved = self.resolve(t)
-        nullable = isinstance(resolved, list) and len(resolved) == 2 and \
-            self.resolve(resolved[0]) == "null"
-        array = self.resolve(resolved[1]) if nullable else resolved
-        if not isinstance(array, dict) or array.get("type") != "array":
+        found = self.types.iceberg_map(t)
+        if found is None:
             return None
-        item = self.resolve(array["items"])
-        if not isinstance(item, dict) or item.get("type") not in ("record", "error") or \
-                len(item["fields"]) != 2:
-            return None
-        key, value = (self.resolve(f["type"]) for f in item["fields"])
+        nullable, key, value = found
         if not isinstance(key, str) or not isinstance(value, str) or key not in _VARINTS or \
                 value not in ("int", "long", "bytes", "string") or (
                 keys is not None and not all(isinstance(k, int) for k in keys)):
