@@ -45,7 +45,6 @@ from hypothesis import strategies as st
 from icepark.errors import IcebergError, UnsupportedFeature
 from icepark.io.avro import native
 from icepark.io.avro.encoder import zigzag_varint
-from icepark.io.avro.reader import smallest_record
 from icepark.io.fileio import ArrowFileIO, FileIO, InputFile
 from icepark.io.manifest import manifest as manifest_module
 from icepark.io.manifest.manifest import (
@@ -515,7 +514,7 @@ DEFLATED = [seed for seed in MANIFESTS if seed.name.endswith("-deflate")]
 def test_deflated_seeds_inflate_in_bulk() -> None:
     assert DEFLATED
     for seed in DEFLATED:
-        bulk = native.inflated(seed.data, smallest_record, 1 << 30)
+        bulk = native.inflated(seed.data, 1 << 30)
         assert bulk is not seed.data
         for name in ("entries", "planned"):
             itself = outcome(READERS[name], seed, seed.data, name)
@@ -531,7 +530,7 @@ def test_mutated_manifests_inflated_in_bulk(case: tuple[Seed, bytes]) -> None:
     an error where it has one. Whatever the bulk path cannot frame or inflate it leaves as it
     is, for the reader to report."""
     seed, data = case
-    bulk = native.inflated(data, smallest_record, 1 << 30)
+    bulk = native.inflated(data, 1 << 30)
     if bulk is data:
         return
     for name in ("entries", "planned"):

@@ -15,7 +15,7 @@ import pytest
 
 from icepark.errors import CorruptFile
 from icepark.io.avro import native
-from icepark.io.avro.reader import open_blocks, open_reader, smallest_record
+from icepark.io.avro.reader import open_blocks, open_reader
 from icepark.io.avro.varint import read_long
 
 SCHEMA = {"type": "record", "name": "r", "fields": [
@@ -32,7 +32,7 @@ def _file(records: list[dict[str, Any]], codec: str = "deflate") -> bytes:
 
 
 def _inflated(content: bytes, block_bytes: int = ANY_BLOCKS) -> bytes:
-    return native.inflated(content, smallest_record, block_bytes)
+    return native.inflated(content, block_bytes)
 
 
 def _read(content: bytes) -> tuple[dict[str, str], list[dict[str, Any]]]:

@@ -26,7 +26,6 @@ import io
 import struct
 import sys
 import zlib
-from collections.abc import Callable
 from typing import Any
 
 import llvmlite.binding
@@ -34,9 +33,11 @@ import numba
 import numpy as np
 from numba import types
 
+from icepark.errors import IcebergError
 from icepark.io.avro.encoder import zigzag_varint
-from icepark.io.avro.header import encode_header, read_header
+from icepark.io.avro.header import encode_header
 from icepark.io.avro.kernel import varint
+from icepark.io.avro.reader import open_header
 
 OK, BAD_FRAME, NEED_ROOM, BAD_STREAM, TOO_MANY = range(5)
 """Statuses: :data:`BAD_FRAME` a block's count, size or sync marker is wrong;
@@ -145,24 +146,21 @@ def inflate_blocks(  # noqa: PLR0917 - compiled: numba passes arguments by posit
     return status, i, written
 
 
-def inflate_container(content: bytes, smallest: Callable[[bytes], int],
-                      block_bytes: int) -> bytes | None:
+def inflate_container(content: bytes, block_bytes: int) -> bytes | None:
     """The container file ``content``, compressed with ``deflate`` in blocks of at most
     ``block_bytes`` on average, as the same file without a codec and with its blocks inflated
     and joined into one block (same metadata, same sync marker); None when it is not such a
-    file or anything about it is wrong, for the caller's reader to find and report.
-    ``smallest``: the fewest bytes a record of a schema (its JSON) takes."""
+    file or anything about it is wrong, for the caller's reader to find and report."""
     if not AVAILABLE:
         return None
     stream = io.BytesIO(content)
     try:
-        header = read_header(stream)
-        if header.get("avro.codec") != b"deflate":
-            return None
-        least = smallest(header["avro.schema"])
-    except Exception:  # the caller's reader reports it
+        header = open_header(stream, "")
+    except IcebergError:  # the caller's reader reports it
         return None
-    sync = header.pop("avro.sync")
+    if header.codec != "deflate":
+        return None
+    sync = header.sync
     data = np.frombuffer(content, dtype=np.uint8)
     status, counts, offsets, sizes = frame(data, stream.tell(), np.frombuffer(sync, np.uint8))
     if status or not len(offsets) or int(sizes.sum()) > block_bytes * len(sizes):
@@ -170,8 +168,8 @@ def inflate_container(content: bytes, smallest: Callable[[bytes], int],
     out = np.empty(_ROOM * len(content) + 4096, np.uint8)
     block = written = 0
     while True:
-        status, block, written = inflate_blocks(data, counts, offsets, sizes, least, out,
-                                                block, written, _VERSION)
+        status, block, written = inflate_blocks(data, counts, offsets, sizes, header.smallest,
+                                                out, block, written, _VERSION)
         if status != NEED_ROOM:
             break
         larger = np.empty(2 * len(out), np.uint8)  # the blocks inflated so far kept
@@ -179,6 +177,6 @@ def inflate_container(content: bytes, smallest: Callable[[bytes], int],
         out = larger
     if status:
         return None
-    header["avro.codec"] = b"null"
-    return b"".join([encode_header(header, sync), zigzag_varint(int(counts.sum())),
+    metadata = {**header.metadata, "avro.codec": b"null"}
+    return b"".join([encode_header(metadata, sync), zigzag_varint(int(counts.sum())),
                      zigzag_varint(written), out[:written].tobytes(), sync])

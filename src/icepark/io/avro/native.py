@@ -79,16 +79,14 @@ def kernel() -> Any:
     return _compiled_module("kernel")
 
 
-def inflated(content: bytes, smallest: Callable[[bytes], int], block_bytes: int) -> bytes:
+def inflated(content: bytes, block_bytes: int) -> bytes:
     """The container file ``content`` with its deflated blocks (``block_bytes`` long at most on
     average) inflated and joined into one uncompressed block, by
-    :func:`icepark.io.avro.inflate.inflate_container` without the GIL (``smallest``: the
-    fewest bytes a record of a schema takes); ``content`` itself when it is not such a file,
-    cannot be inflated that way (its reader reports what is wrong), or numba or zlib cannot
-    be loaded."""
+    :func:`icepark.io.avro.inflate.inflate_container` without the GIL; ``content`` itself when
+    it is not such a file, cannot be inflated that way (its reader reports what is wrong), or
+    numba or zlib cannot be loaded."""
     module = _compiled_module("inflate")
-    found = None if module is None else module.inflate_container(content, smallest,
-                                                                 block_bytes)
+    found = None if module is None else module.inflate_container(content, block_bytes)
     return content if found is None else found
 
 

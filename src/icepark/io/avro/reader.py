@@ -65,7 +65,7 @@ def open_reader(stream: Any, location: str) -> AvroReader:
     Blocks are checked (sync marker, length) and decompressed here, so fastavro only decodes;
     errors while iterating ``records`` are raised as ``CorruptFile`` too.
     """
-    header = _open_header(stream, location)
+    header = open_header(stream, location)
     metadata = {k: v.decode(errors="replace") for k, v in header.metadata.items()}
     # fastavro gets only what it decodes: it would decode every value as UTF-8, where the
     # spec's metadata values are bytes
@@ -82,20 +82,22 @@ def open_reader(stream: Any, location: str) -> AvroReader:
 
 
 @dataclass(frozen=True, slots=True)
-class _Header:
+class ContainerHeader:
     """A container file's header: its metadata map (without the sync marker), its writer
-    schema, the codec's decompressor, the sync marker and the smallest size of a record (see
-    :func:`smallest_record`)."""
+    schema, its codec's name and decompressor, the sync marker and the smallest size of a
+    record (see :func:`smallest_record`)."""
 
     metadata: dict[str, bytes]
     schema: Any
+    codec: str
     decompress: Callable[[bytes], bytes] | None
     sync: bytes
     smallest: int
 
 
-def _open_header(stream: Any, location: str) -> _Header:
-    """The header of the container file in ``stream``; ``CorruptFile`` if it holds none."""
+def open_header(stream: Any, location: str) -> ContainerHeader:
+    """The header of the container file in ``stream`` (left at the first block);
+    ``CorruptFile`` if it holds none, ``UnsupportedFeature`` for a codec not supported."""
     try:
         raw = read_header(stream)
         schema = json.loads(raw["avro.schema"])
@@ -103,9 +105,10 @@ def _open_header(stream: Any, location: str) -> _Header:
         smallest = smallest_record(raw["avro.schema"])
     except (EOFError, KeyError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise CorruptFile(f"{location} is not an Avro file: {e or type(e).__name__}") from None
-    decompress = _decompressor(codec or "null", location)
+    codec = codec or "null"
+    decompress = _decompressor(codec, location)
     sync = raw.pop("avro.sync")
-    return _Header(raw, schema, decompress, sync, smallest)
+    return ContainerHeader(raw, schema, codec, decompress, sync, smallest)
 
 
 @functools.lru_cache(maxsize=64)
@@ -212,7 +215,7 @@ def _decompressor(codec: str, location: str) -> Callable[[bytes], bytes] | None:
                                      "not supported: use null, deflate, bzip2, xz or zstandard")
 
 
-def _blocks(stream: Any, prefix: bytes, header: _Header, location: str) -> Iterator[bytes]:
+def _blocks(stream: Any, prefix: bytes, header: ContainerHeader, location: str) -> Iterator[bytes]:
     """The file with every block checked and decompressed, as fastavro reads it, after
     ``prefix`` (the header fastavro is given)."""
     yield prefix
@@ -222,7 +225,7 @@ def _blocks(stream: Any, prefix: bytes, header: _Header, location: str) -> Itera
         yield header.sync
 
 
-def raw_blocks(stream: Any, header: _Header, location: str) -> Iterator[tuple[int, bytes]]:
+def raw_blocks(stream: Any, header: ContainerHeader, location: str) -> Iterator[tuple[int, bytes]]:
     """The (record count, decompressed data) of each block after the header: "A file data
     block consists of: A long indicating the count of objects in this block. A long indicating
     the size in bytes of the serialized objects in the current block, after any codec is
@@ -299,7 +302,7 @@ class AvroBlocks:
 def open_blocks(stream: Any, location: str) -> AvroBlocks:
     """Read the header of the container file in ``stream`` (``CorruptFile`` if it is not one);
     its blocks are checked and decompressed as they are iterated."""
-    header = _open_header(stream, location)
+    header = open_header(stream, location)
     user = {k: v.decode(errors="replace") for k, v in header.metadata.items()
             if not k.startswith("avro.")}
     return AvroBlocks(header.schema, user, raw_blocks(stream, header, location))

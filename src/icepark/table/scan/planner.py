@@ -45,7 +45,6 @@ from icepark.expressions import (
     unbind,
 )
 from icepark.io.avro.native import inflated
-from icepark.io.avro.reader import smallest_record
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -74,14 +73,19 @@ from icepark.table.scan.tasks import (
 )
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, cpus or 1)
+
+
 def _planning_workers() -> int:
     """``ICEPARK_PLANNING_WORKERS`` if set to a positive number, else the CPUs this process
     may run on (at most 8)."""
     configured = os.environ.get("ICEPARK_PLANNING_WORKERS", "")
     if configured.strip().isdigit() and int(configured) > 0:
         return int(configured)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, 8))
+    return min(_cpus(), 8)
 
 
 PLANNING_WORKERS = _planning_workers()
@@ -103,7 +107,7 @@ them, a record per block), are inflated on those threads, outside the GIL
 most of its time on a codec call per record. Others are inflated a block at a time as they
 are decoded: their codec calls are few, and the manifests read ahead then hold only their
 compressed size in memory."""
-_INFLATING = threading.BoundedSemaphore(max(1, (os.cpu_count() or 1) - 1))
+_INFLATING = threading.BoundedSemaphore(max(1, _cpus() - 1))
 """Threads inflating at once: all cores but the one decoding (more would take it from the
 decoding thread, the one planning waits for)."""
 T = TypeVar("T")
@@ -399,7 +403,7 @@ class ManifestPlanner:
             m, content = read(m)
             if content is not None and len(content) <= INFLATE_AHEAD_MAX_BYTES:
                 with _INFLATING:
-                    content = inflated(content, smallest_record, INFLATE_AHEAD_BLOCK_BYTES)
+                    content = inflated(content, INFLATE_AHEAD_BLOCK_BYTES)
             return m, content
 
         def decode(job: tuple[ManifestFile, bytes | None], planner: ManifestPlanner = self
