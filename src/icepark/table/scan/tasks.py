@@ -261,11 +261,6 @@ def _unpickled(result: bytes) -> list[FileScanTask]:
         return unpack(pickle.loads(result))  # bytes from our own worker process
 
 
-PROMOTE_AFTER_PAUSE = True
-"""Whether :func:`cyclic_gc_paused` moves what was allocated while paused to the oldest
-generation when it ends."""
-
-
 @contextlib.contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a manifest's tasks are built: the thousands
@@ -287,9 +282,8 @@ def cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
-            if PROMOTE_AFTER_PAUSE:
-                gc.freeze()
-                gc.unfreeze()
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
