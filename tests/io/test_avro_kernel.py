@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icepark.expressions import bind, parse
-from icepark.io.avro import native
+from icepark.io.avro import columns, native
 from icepark.io.avro.compiled import Converter, compile_reader
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import ManifestWriter, read_manifest_files
@@ -99,6 +99,105 @@ def test_bad_data_in_a_large_block_names_what_is_wrong() -> None:
         read(data[:-3], count, None)
     with pytest.raises(ValueError, match="block has 2 bytes left after its records"):
         read(data + b"\x00\x00", count, None)
+
+
+CODED = {"type": "record", "name": "c", "fields": [
+    {"name": "status", "type": "int"},
+    {"name": "format", "type": "string"},
+    {"name": "note", "type": ["null", "bytes"]},
+    {"name": "part", "type": {"type": "record", "name": "p", "fields": [
+        {"name": "day", "type": ["null", "int"]}, {"name": "flag", "type": "boolean"},
+        {"name": "tag", "type": ["null", "string"]}]}},
+]}
+
+
+def _coded_block(rows: list[dict[str, Any]]) -> bytes:
+    buf = io.BytesIO()
+    fastavro.writer(buf, CODED, rows, codec="null", sync_interval=1 << 30)
+    buf.seek(0)
+    [block] = list(fastavro.block_reader(buf))
+    return bytes(block.bytes_.getvalue())  # type: ignore[attr-defined]  # untyped
+
+
+@pytest.mark.parametrize("long_strings", [False, True])
+def test_converted_columns_are_made_once_per_distinct_value(
+        long_strings: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A converted column of coded values (varints, short strings, nulls, records of them)
+    is converted once per distinct value in a block, and reads as the generated Python reader
+    reads it; strings too long to code are converted the plain way, with the same values."""
+    count = 3 * native.MIN_RECORDS
+    long = "x" * 40 if long_strings else ""
+    rows = [{"status": i % 3, "format": ("parquet", "PARQUET", "avro" + long)[i % 3],
+             "note": None if i % 2 else b"n" * (i % 5),
+             "part": {"day": None if i % 7 == 0 else i % 4, "flag": i % 2 == 0,
+                      "tag": None if i % 5 == 0 else "t" + "é" * (i % 3) + long}}
+            for i in range(count)]
+    data = _coded_block(rows)
+    seen: list[Any] = []
+
+    def upper(v: str) -> str:
+        seen.append(v)
+        return v.upper()
+
+    def swap(v: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen.append(v)
+        return tuple(reversed(v))
+
+    wanted: dict[tuple[str, ...], Converter | None] = {
+        ("status",): ("a", "b", "c"), ("format",): upper, ("note",): None, ("part",): swap}
+    grouped: list[int] = []
+    distinct_rows = columns.distinct_rows
+
+    def spied(codes: Any) -> Any:
+        first, inverse = distinct_rows(codes)
+        grouped.append(len(first))
+        return first, inverse
+
+    monkeypatch.setattr(columns, "distinct_rows", spied)
+    by_kernel = compile_reader(CODED, wanted)(data, count, None)
+    kernel_calls = len(seen)
+    parts = len({(r["part"]["day"], r["part"]["flag"], r["part"]["tag"]) for r in rows})
+    # status, format and part are grouped by their codes; strings too long are not coded
+    assert sorted(grouped) == ([3] if long_strings else sorted([3, 3, parts]))
+    seen.clear()
+    by_python = native_off(lambda: compile_reader(CODED, wanted)(data, count, None))
+    assert by_kernel == by_python
+    assert by_kernel[:3] == [
+        ("a", "PARQUET", b"", (None, True, None)),
+        ("b", "PARQUET", None, ("t\u00e9" + long, False, 1)),
+        ("c", "AVRO" + long.upper(), b"nn", ("t\u00e9\u00e9" + long, True, 2))]
+    # converted once per distinct value, either way
+    assert kernel_calls == len({r["format"] for r in rows}) + parts
+
+
+def test_a_block_of_one_distinct_value_repeats_it() -> None:
+    count = native.MIN_RECORDS
+    data = _coded_block([{"status": 2, "format": "orc", "note": None,
+                          "part": {"day": None, "flag": False, "tag": None}}] * count)
+    wanted: dict[tuple[str, ...], Converter | None] = {
+        ("status",): ("a", "b", "c"), ("format",): str.upper, ("note",): None,
+        ("part",): tuple}
+    assert compile_reader(CODED, wanted)(data, count, None) == [
+        ("c", "ORC", None, (None, False, None))] * count
+
+
+def test_a_bad_index_in_a_coded_column_is_an_error() -> None:
+    count = native.MIN_RECORDS
+    data = _coded_block([{"status": i % 5, "format": "orc", "note": None,
+                          "part": {"day": 1, "flag": False, "tag": None}}
+                         for i in range(count)])
+    with pytest.raises(ValueError, match=r"invalid value [34]"):
+        compile_reader(CODED, {("status",): ("a", "b", "c")})(data, count, None)
+
+
+def native_off(read: Any) -> Any:
+    """``read()`` with the kernel's blocks left to the generated Python reader."""
+    saved = native.MIN_RECORDS
+    native.MIN_RECORDS = 10**12
+    try:
+        return read()
+    finally:
+        native.MIN_RECORDS = saved
 
 
 # ----------------------------------------------------------------------------- metrics at once

@@ -6,6 +6,13 @@ arrays of longs and of Iceberg maps of int keys. :class:`Block` holds them with 
 wanted; a :data:`Column` turns one wanted field into its Python values, one per wanted row
 (``tolist``, one slice and ``decode`` per string, a converter once per distinct value), as the
 generated Python reader of :mod:`icepark.io.avro.compiled` returns them.
+
+A column of varints, of short strings or bytes, of nulls in a union with those, or of records of
+them also has ``codes``: an integer array with a row per record that is equal for two records
+exactly when their encoded values are (a row with a null flag may have several). A converted
+column with codes (:func:`converted`) makes Python values and converts them only for the first
+record of each distinct row of codes, then repeats them in numpy: a file format, a partition
+tuple or an entry status is made about once a block instead of once a record.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ from typing import Any
 Path = tuple[str, ...]
 Column = Callable[["Block"], list[Any]]
 """Builds one wanted field's values, one per record of a block."""
+Codes = Callable[["Block"], Any]
+"""A column's codes (see the module's docs): a 2-D int64 numpy array, or None when the block's
+values are not coded that way (strings too long)."""
+CODED_BYTES_MAX = 32
+"""Strings and bytes longer than this are not coded: coding would cost more than it saves."""
 
 
 class Block:
@@ -43,6 +55,21 @@ class Block:
         self.count = len(rows)
         self._lists = {k: v for k, v in self._lists.items() if k[1] < 0}  # items stay
 
+    def subset(self, rows: Any) -> Block:
+        """The same block with only ``rows`` (a numpy array of numbers among the rows kept)."""
+        sub = Block.__new__(Block)
+        sub.d, sub.count, sub.values, sub.ends, sub.nulls = (
+            self.d, len(rows), self.values, self.ends, self.nulls)
+        sub.keys, sub.items, sub.item_ends = self.keys, self.items, self.item_ends
+        sub.rows = rows if self.rows is None else self.rows[rows]
+        sub._lists = {k: v for k, v in self._lists.items() if k[1] < 0}  # items stay
+        return sub
+
+    def array(self, kind: str, slot: int) -> Any:
+        """Slot ``slot``'s ``values``, ``ends`` or ``nulls`` for the rows kept (numpy)."""
+        row = getattr(self, kind)[slot]
+        return row if self.rows is None else row[self.rows]
+
     def _row_list(self, array: Any, kind: str, slot: int) -> list[Any]:
         found = self._lists.get((kind, slot))
         if found is None:
@@ -60,7 +87,7 @@ class Block:
 
     def null(self, slot: int) -> list[int] | None:
         """Slot ``slot``'s null flags for the rows kept; None when no row is null."""
-        row = self.nulls[slot] if self.rows is None else self.nulls[slot][self.rows]
+        row = self.array("nulls", slot)
         return row.tolist() if row.any() else None
 
     def item_arrays(self, slot: int) -> tuple[Any, Any, Any, Any]:
@@ -97,18 +124,63 @@ class Block:
         return found
 
 
+class Coded:
+    """A column that also has codes (see the module's docs)."""
+
+    __slots__ = ("build", "codes")
+
+    def __init__(self, build: Column, codes: Codes) -> None:
+        self.build, self.codes = build, codes
+
+    def __call__(self, b: Block) -> list[Any]:
+        return self.build(b)
+
+
+def codes_of(column: Column) -> Codes | None:
+    return column.codes if isinstance(column, Coded) else None
+
+
+def _varint_codes(slot: int) -> Codes:
+    return lambda b: b.array("values", slot)[:, None]
+
+
+def varints(slot: int) -> Column:
+    """Ints and longs."""
+    return Coded(lambda b: b.v(slot), _varint_codes(slot))
+
+
+def _byte_codes(slot: int) -> Codes:
+    """Codes of strings or bytes: the length, then the bytes (zero-padded) in 8-byte words."""
+    def codes(b: Block) -> Any:
+        import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+        starts = b.array("values", slot)
+        lengths = b.array("ends", slot) - starts
+        width = int(lengths.max(initial=0))
+        data = np.frombuffer(b.d, dtype=np.uint8)
+        if width > CODED_BYTES_MAX:
+            return None
+        if not width or not len(data):
+            return lengths[:, None]
+        span = np.arange(-(-width // 8) * 8)
+        gathered = data[np.minimum(starts[:, None] + span, len(data) - 1)]
+        words = np.where(span < lengths[:, None], gathered, 0).astype(np.uint8).view("<i8")
+        return np.hstack([lengths[:, None], words])
+    return codes
+
+
 def strings(slot: int) -> Column:
     def column(b: Block) -> list[Any]:
         d = b.d
         return [d[s:e].decode() for s, e in zip(b.v(slot), b.e(slot), strict=True)]
-    return column
+    return Coded(column, _byte_codes(slot))
 
 
 def raw_bytes(slot: int) -> Column:
     def column(b: Block) -> list[Any]:
         d = b.d
         return [d[s:e] for s, e in zip(b.v(slot), b.e(slot), strict=True)]
-    return column
+    return Coded(column, _byte_codes(slot))
 
 
 def floats(slot: int, size: int) -> Column:
@@ -122,7 +194,7 @@ def floats(slot: int, size: int) -> Column:
 
 
 def booleans(slot: int) -> Column:
-    return lambda b: [x == 1 for x in b.v(slot)]
+    return Coded(lambda b: [x == 1 for x in b.v(slot)], _varint_codes(slot))
 
 
 def symbols(slot: int, symbols: tuple[str, ...]) -> Column:
@@ -132,23 +204,53 @@ def symbols(slot: int, symbols: tuple[str, ...]) -> Column:
             bad = next(v for v in values if not 0 <= v < len(symbols))
             raise ValueError(f"invalid enum index {bad}")
         return [symbols[v] for v in values]
-    return column
+    return Coded(column, _varint_codes(slot))
 
 
 def nullable(flag: int, inner: Column) -> Column:
+    """``inner``'s values where the union's null flag is not set (``inner`` is not made at
+    all when every row is null)."""
     def column(b: Block) -> list[Any]:
-        values = inner(b)
-        nulls = b.null(flag)
-        if nulls is None:
-            return values
-        return [None if z else v for v, z in zip(values, nulls, strict=True)]
-    return column
+        nulls = b.array("nulls", flag)
+        if not nulls.any():
+            return inner(b)
+        if nulls.all():
+            return [None] * b.count
+        return [None if z else v for v, z in zip(inner(b), nulls.tolist(), strict=True)]
+    inner_codes = codes_of(inner)
+    if inner_codes is None:
+        return column
+
+    def codes(b: Block) -> Any:
+        import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+        found = inner_codes(b)
+        return None if found is None else np.hstack(
+            [b.array("nulls", flag)[:, None].astype(np.int64), found])
+    return Coded(column, codes)
 
 
 def record(fields: list[Column]) -> Column:
     if not fields:
-        return lambda b: [()] * b.count
-    return lambda b: list(zip(*[f(b) for f in fields], strict=True))
+        return Coded(lambda b: [()] * b.count, lambda b: _zeros(b.count))
+    def column(b: Block) -> list[Any]:
+        return list(zip(*[f(b) for f in fields], strict=True))
+    field_codes = [codes_of(f) for f in fields]
+    if any(c is None for c in field_codes):
+        return column
+
+    def codes(b: Block) -> Any:
+        import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+        found = [c(b) for c in field_codes if c is not None]
+        return None if any(f is None for f in found) else np.hstack(found)
+    return Coded(column, codes)
+
+
+def _zeros(count: int) -> Any:
+    import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+    return np.zeros((count, 1), dtype=np.int64)
 
 
 def longs(slot: int) -> Column:
@@ -187,22 +289,61 @@ def decoded(slot: int, decode: Callable[[bytes, int], Any]) -> Column:
 
 
 def converted(inner: Column, convert: Any) -> Column:
-    """:meth:`icepark.io.avro.compiled._Reader.convert`, a column at a time."""
-    if isinstance(convert, tuple):
-        def by_index(b: Block) -> list[Any]:
-            out = []
-            for v in inner(b):
-                if v is not None and not 0 <= v < len(convert):
-                    raise ValueError(f"invalid value {v}")
-                out.append(None if v is None else convert[v])
-            return out
-        return by_index
+    """:meth:`icepark.io.avro.compiled._Reader.convert`, a column at a time: with ``inner``'s
+    codes, made and converted once per distinct value of the block."""
+    plain = _by_index(inner, convert) if isinstance(convert, tuple) else _by_function(
+        inner, convert)
+    coded = codes_of(inner)
+    if coded is None:
+        return plain
 
-    def by_function(b: Block) -> list[Any]:
+    def column(b: Block) -> list[Any]:
+        codes = coded(b) if b.count > 1 else None
+        if codes is None:
+            return plain(b)
+        first, inverse = distinct_rows(codes)
+        if len(first) == b.count:
+            return plain(b)
+        values = plain(b.subset(first))
+        import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+        made = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):  # one at a time: a tuple is one value
+            made[i] = value
+        out: list[Any] = made[inverse].tolist()
+        return out
+    return column
+
+
+def distinct_rows(codes: Any) -> tuple[Any, Any]:
+    """The first row of each distinct row of ``codes`` (a 2-D numpy array) and, for every row,
+    the number of its distinct row among those."""
+    import numpy as np  # noqa: PLC0415 - loaded with the kernel
+
+    if codes.shape[1] == 1:
+        _, first, inverse = np.unique(codes[:, 0], return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def _by_index(inner: Column, convert: tuple[Any, ...]) -> Column:
+    def column(b: Block) -> list[Any]:
+        out = []
+        for v in inner(b):
+            if v is not None and not 0 <= v < len(convert):
+                raise ValueError(f"invalid value {v}")
+            out.append(None if v is None else convert[v])
+        return out
+    return column
+
+
+def _by_function(inner: Column, convert: Callable[[Any], Any]) -> Column:
+    def column(b: Block) -> list[Any]:
         values = inner(b)
         try:  # converters are functions of the value: once per distinct value
             known = {v: None if v is None else convert(v) for v in set(values)}
         except TypeError:  # unhashable values (lists)
             return [v if v is None else convert(v) for v in values]
         return [known[v] for v in values]
-    return by_function
+    return column

@@ -142,7 +142,7 @@ class Program:
             case "int" | "long":
                 slot = self.slot()
                 self.op(K.LONG, slot)
-                return lambda b: b.v(slot)
+                return columns.varints(slot)
             case "float" | "double":
                 slot = self.slot()
                 size = 4 if kind == "float" else 8
