@@ -127,11 +127,12 @@ def test_converted_columns_are_made_once_per_distinct_value(
     reads it; strings too long to code are converted the plain way, with the same values."""
     count = 3 * native.MIN_RECORDS
     long = "x" * 40 if long_strings else ""
-    rows = [{"status": i % 3, "format": ("parquet", "PARQUET", "avro" + long)[i % 3],
-             "note": None if i % 2 else b"n" * (i % 5),
-             "part": {"day": None if i % 7 == 0 else i % 4, "flag": i % 2 == 0,
-                      "tag": None if i % 5 == 0 else "t" + "é" * (i % 3) + long}}
-            for i in range(count)]
+    formats = ("parquet", "PARQUET", "avro" + long)
+    rows: list[dict[str, Any]] = [
+        {"status": i % 3, "format": formats[i % 3], "note": None if i % 2 else b"n" * (i % 5),
+         "part": {"day": None if i % 7 == 0 else i % 4, "flag": i % 2 == 0,
+                  "tag": None if i % 5 == 0 else "t" + "é" * (i % 3) + long}}
+        for i in range(count)]
     data = _coded_block(rows)
     seen: list[Any] = []
 
