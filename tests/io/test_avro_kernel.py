@@ -122,9 +122,9 @@ def _coded_block(rows: list[dict[str, Any]]) -> bytes:
 @pytest.mark.parametrize("long_strings", [False, True])
 def test_converted_columns_are_made_once_per_distinct_value(
         long_strings: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A converted column of coded values (varints, short strings, nulls, records of them)
-    is converted once per distinct value in a block, and reads as the generated Python reader
-    reads it; strings too long to code are converted the plain way, with the same values."""
+    """A converted column of coded values (varints, strings, nulls, records of them) is
+    converted once per distinct value in a block, and reads as the generated Python reader
+    reads it, strings of any length."""
     count = 3 * native.MIN_RECORDS
     long = "x" * 40 if long_strings else ""
     formats = ("parquet", "PARQUET", "avro" + long)
@@ -158,8 +158,7 @@ def test_converted_columns_are_made_once_per_distinct_value(
     by_kernel = compile_reader(CODED, wanted)(data, count, None)
     kernel_calls = len(seen)
     parts = len({(r["part"]["day"], r["part"]["flag"], r["part"]["tag"]) for r in rows})
-    # status, format and part are grouped by their codes; strings too long are not coded
-    assert sorted(grouped) == ([3] if long_strings else sorted([3, 3, parts]))
+    assert sorted(grouped) == sorted([3, 3, parts])  # grouped by their codes
     seen.clear()
     by_python = native_off(lambda: compile_reader(CODED, wanted)(data, count, None))
     assert by_kernel == by_python
@@ -189,6 +188,19 @@ def test_a_bad_index_in_a_coded_column_is_an_error() -> None:
                          for i in range(count)])
     with pytest.raises(ValueError, match=r"invalid value [34]"):
         compile_reader(CODED, {("status",): ("a", "b", "c")})(data, count, None)
+
+
+@pytest.mark.parametrize(("rows", "width", "spread"), [
+    (1, 1, 3), (1000, 1, 3), (1000, 4, 2), (257, 3, 1000), (64, 2, 2**62)])
+def test_distinct_rows_groups_equal_rows(rows: int, width: int, spread: int) -> None:
+    import numpy as np  # noqa: PLC0415 - with the kernel
+
+    codes = np.random.default_rng(rows * width).integers(-spread, spread, (rows, width))
+    first, inverse = native.kernel().distinct_rows(codes)
+    assert len(set(first.tolist())) == len(first) == len({tuple(r) for r in codes.tolist()})
+    assert (codes[first][inverse] == codes).all()  # each row is its group's first row
+    assert first.tolist() == sorted(first.tolist())  # groups in order of first appearance
+    assert inverse[first].tolist() == list(range(len(first)))
 
 
 def native_off(read: Any) -> Any:

@@ -7,11 +7,12 @@ wanted; a :data:`Column` turns one wanted field into its Python values, one per 
 (``tolist``, one slice and ``decode`` per string, a converter once per distinct value), as the
 generated Python reader of :mod:`icepark.io.avro.compiled` returns them.
 
-A column of varints, of short strings or bytes, of nulls in a union with those, or of records of
+A column of varints, of strings or bytes, of nulls in a union with those, or of records of
 them also has ``codes``: an integer array with a row per record that is equal for two records
 exactly when their encoded values are (a row with a null flag may have several). A converted
 column with codes (:func:`converted`) makes Python values and converts them only for the first
-record of each distinct row of codes, then repeats them in numpy: a file format, a partition
+record of each distinct row of codes (found by compiled code, like the kernel's), then repeats
+them in numpy: a file format, a partition
 tuple or an entry status is made about once a block instead of once a record.
 """
 
@@ -25,10 +26,7 @@ Path = tuple[str, ...]
 Column = Callable[["Block"], list[Any]]
 """Builds one wanted field's values, one per record of a block."""
 Codes = Callable[["Block"], Any]
-"""A column's codes (see the module's docs): a 2-D int64 numpy array, or None when the block's
-values are not coded that way (strings too long)."""
-CODED_BYTES_MAX = 32
-"""Strings and bytes longer than this are not coded: coding would cost more than it saves."""
+"""A column's codes (see the module's docs): a 2-D int64 numpy array."""
 
 
 class Block:
@@ -150,22 +148,16 @@ def varints(slot: int) -> Column:
 
 
 def _byte_codes(slot: int) -> Codes:
-    """Codes of strings or bytes: the length, then the bytes (zero-padded) in 8-byte words."""
+    """Codes of strings or bytes: the number of each distinct content in the block
+    (:func:`icepark.io.avro.kernel.span_groups`)."""
     def codes(b: Block) -> Any:
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-        starts = b.array("values", slot)
-        lengths = b.array("ends", slot) - starts
-        width = int(lengths.max(initial=0))
-        data = np.frombuffer(b.d, dtype=np.uint8)
-        if width > CODED_BYTES_MAX:
-            return None
-        if not width or not len(data):
-            return lengths[:, None]
-        span = np.arange(-(-width // 8) * 8)
-        gathered = data[np.minimum(starts[:, None] + span, len(data) - 1)]
-        words = np.where(span < lengths[:, None], gathered, 0).astype(np.uint8).view("<i8")
-        return np.hstack([lengths[:, None], words])
+        from icepark.io.avro import kernel  # noqa: PLC0415 - numba: only once a kernel ran
+
+        groups = kernel.span_groups(np.frombuffer(b.d, dtype=np.uint8),
+                                    b.array("values", slot), b.array("ends", slot))
+        return groups[:, None]
     return codes
 
 
@@ -224,15 +216,14 @@ def nullable(flag: int, inner: Column) -> Column:
     def codes(b: Block) -> Any:
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-        found = inner_codes(b)
-        return None if found is None else np.hstack(
-            [b.array("nulls", flag)[:, None].astype(np.int64), found])
+        return np.hstack([b.array("nulls", flag)[:, None].astype(np.int64), inner_codes(b)])
     return Coded(column, codes)
 
 
 def record(fields: list[Column]) -> Column:
     if not fields:
         return Coded(lambda b: [()] * b.count, lambda b: _zeros(b.count))
+
     def column(b: Block) -> list[Any]:
         return list(zip(*[f(b) for f in fields], strict=True))
     field_codes = [codes_of(f) for f in fields]
@@ -242,8 +233,7 @@ def record(fields: list[Column]) -> Column:
     def codes(b: Block) -> Any:
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-        found = [c(b) for c in field_codes if c is not None]
-        return None if any(f is None for f in found) else np.hstack(found)
+        return np.hstack([c(b) for c in field_codes if c is not None])
     return Coded(column, codes)
 
 
@@ -298,10 +288,9 @@ def converted(inner: Column, convert: Any) -> Column:
         return plain
 
     def column(b: Block) -> list[Any]:
-        codes = coded(b) if b.count > 1 else None
-        if codes is None:
+        if b.count < 2:
             return plain(b)
-        first, inverse = distinct_rows(codes)
+        first, inverse = distinct_rows(coded(b))
         if len(first) == b.count:
             return plain(b)
         values = plain(b.subset(first))
@@ -316,15 +305,15 @@ def converted(inner: Column, convert: Any) -> Column:
 
 
 def distinct_rows(codes: Any) -> tuple[Any, Any]:
-    """The first row of each distinct row of ``codes`` (a 2-D numpy array) and, for every row,
-    the number of its distinct row among those."""
+    """The first row of each distinct row of ``codes`` (a 2-D int64 numpy array) and, for every
+    row, the number of its distinct row among those (:func:`icepark.io.avro.kernel.
+    distinct_rows`, compiled: the kernel that made the block is loaded)."""
     import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-    if codes.shape[1] == 1:
-        _, first, inverse = np.unique(codes[:, 0], return_index=True, return_inverse=True)
-    else:
-        _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+    from icepark.io.avro import kernel  # noqa: PLC0415 - numba: only once a kernel ran
+
+    first, inverse = kernel.distinct_rows(np.ascontiguousarray(codes, dtype=np.int64))
+    return first, inverse
 
 
 def _by_index(inner: Column, convert: tuple[Any, ...]) -> Column:

@@ -346,3 +346,87 @@ def _grown(a: Any, capacity: int) -> Any:  # pragma: no cover - native
     out = np.empty(capacity, a.dtype)
     out[:a.shape[0]] = a
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_rows(codes: Any) -> tuple[Any, Any]:  # pragma: no cover - native
+    """The first row of each distinct row of ``codes`` (an int64 matrix), in order of first
+    appearance, and for every row the number of its distinct row among those: one pass over
+    the rows with an open-addressing table of twice their number."""
+    n, k = codes.shape
+    size = 2
+    while size < 2 * n:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, np.int64)
+    first = np.empty(n, np.int64)
+    inverse = np.empty(n, np.int64)
+    groups = 0
+    for i in range(n):
+        h = np.int64(k)
+        for j in range(k):
+            h = (h ^ codes[i, j]) * np.int64(1099511628211)
+            h ^= h >> 29
+        at = h & mask
+        while True:
+            g = table[at]
+            if g < 0:
+                table[at] = groups
+                first[groups] = i
+                inverse[i] = groups
+                groups += 1
+                break
+            other = first[g]
+            same = True
+            for j in range(k):
+                if codes[other, j] != codes[i, j]:
+                    same = False
+                    break
+            if same:
+                inverse[i] = g
+                break
+            at = (at + 1) & mask
+    return first[:groups], inverse
+
+
+@numba.njit(cache=True, nogil=True)
+def span_groups(d: Any, starts: Any, ends: Any) -> Any:  # pragma: no cover - native
+    """For every byte range ``d[starts[i]:ends[i]]``, the number of its distinct content in
+    order of first appearance (equal numbers exactly for equal bytes)."""
+    n = starts.shape[0]
+    size = 2
+    while size < 2 * n:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, np.int64)
+    first = np.empty(n, np.int64)
+    groups_of = np.empty(n, np.int64)
+    groups = 0
+    for i in range(n):
+        s, e = starts[i], ends[i]
+        h = np.int64(e - s)
+        for p in range(s, e):
+            h = (h ^ np.int64(d[p])) * np.int64(1099511628211)
+        h ^= h >> 29
+        at = h & mask
+        while True:
+            g = table[at]
+            if g < 0:
+                table[at] = groups
+                first[groups] = i
+                groups_of[i] = groups
+                groups += 1
+                break
+            o = first[g]
+            os, oe = starts[o], ends[o]
+            same = oe - os == e - s
+            if same:
+                for q in range(e - s):
+                    if d[os + q] != d[s + q]:
+                        same = False
+                        break
+            if same:
+                groups_of[i] = g
+                break
+            at = (at + 1) & mask
+    return groups_of
