@@ -85,7 +85,8 @@ def open_reader(stream: Any, location: str) -> AvroReader:
 class ContainerHeader:
     """A container file's header: its metadata map (without the sync marker), its writer
     schema, its codec's name and decompressor, the sync marker and the smallest size of a
-    record (see :func:`smallest_record`)."""
+    record (see :func:`smallest_record`). The schema is shared by the headers of the same
+    schema text (:func:`writer_schema`): read it, never change it."""
 
     metadata: dict[str, bytes]
     schema: Any
@@ -100,7 +101,7 @@ def open_header(stream: Any, location: str) -> ContainerHeader:
     ``CorruptFile`` if it holds none, ``UnsupportedFeature`` for a codec not supported."""
     try:
         raw = read_header(stream)
-        schema = json.loads(raw["avro.schema"])
+        schema = writer_schema(raw["avro.schema"])
         codec = raw.get("avro.codec", b"null").decode()
         smallest = smallest_record(raw["avro.schema"])
     except (EOFError, KeyError, ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -109,6 +110,14 @@ def open_header(stream: Any, location: str) -> ContainerHeader:
     decompress = _decompressor(codec, location)
     sync = raw.pop("avro.sync")
     return ContainerHeader(raw, schema, codec, decompress, sync, smallest)
+
+
+@functools.lru_cache(maxsize=64)
+def writer_schema(schema_json: bytes) -> Any:
+    """The parsed ``avro.schema`` of a header, cached by its text: the files of a table share
+    a few, and a manifest's schema is long (its partition record, every metric map). The
+    value is shared: callers read it and never change it."""
+    return json.loads(schema_json)
 
 
 @functools.lru_cache(maxsize=64)
@@ -291,12 +300,14 @@ def coalesced(blocks: Iterator[tuple[int, bytes]], min_bytes: int = 1 << 18
 
 @dataclass(frozen=True, slots=True)
 class AvroBlocks:
-    """An open container file read block by block: its writer schema (with logical types), its
-    key-value metadata (``avro.*`` keys removed) and its decompressed blocks."""
+    """An open container file read block by block: its writer schema (with logical types;
+    shared, see :func:`writer_schema`), its key-value metadata (``avro.*`` keys removed), its
+    decompressed blocks and the schema's text, which identifies it."""
 
     schema: Any
     metadata: dict[str, str]
     blocks: Iterator[tuple[int, bytes]]
+    schema_text: bytes = b""
 
 
 def open_blocks(stream: Any, location: str) -> AvroBlocks:
@@ -305,7 +316,8 @@ def open_blocks(stream: Any, location: str) -> AvroBlocks:
     header = open_header(stream, location)
     user = {k: v.decode(errors="replace") for k, v in header.metadata.items()
             if not k.startswith("avro.")}
-    return AvroBlocks(header.schema, user, raw_blocks(stream, header, location))
+    return AvroBlocks(header.schema, user, raw_blocks(stream, header, location),
+                      header.metadata["avro.schema"])
 
 
 class _ChunkStream(io.RawIOBase):

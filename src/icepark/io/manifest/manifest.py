@@ -407,7 +407,8 @@ def _blocks(file_io: FileIO, manifest: ManifestFile,  # noqa: PLR0917 - two call
         try:
             compiled = compiled_entries(opened.schema, spec, manifest.partition_spec_id, stats,
                                         gated=filters[0] is not None, location=location,
-                                        checked=filters[1] is not None, files_only=files_only)
+                                        checked=filters[1] is not None, files_only=files_only,
+                                        schema_text=opened.schema_text)
         except UnsupportedFeature:
             compiled = None
         except DECODING_ERRORS as e:

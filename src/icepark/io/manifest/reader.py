@@ -89,7 +89,7 @@ NO_STATS = Stats(frozenset())
 """No metric maps (each is None)."""
 
 
-_COMPILED: dict[tuple[str, PartitionSpec | None, int, Stats, bool, bool, bool],
+_COMPILED: dict[tuple[bytes | str, PartitionSpec | None, int, Stats, bool, bool, bool],
                 BlockReader | str] = {}
 """Compiled readers by layout, or why the layout cannot be compiled."""
 _COMPILED_LIMIT = 64
@@ -98,13 +98,15 @@ _COMPILED_LOCK = threading.Lock()
 
 def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats, *,
                      gated: bool, location: str, checked: bool = False,
-                     files_only: bool = False) -> BlockReader:
+                     files_only: bool = False, schema_text: bytes = b"") -> BlockReader:
     """The compiled reader of a manifest's writer ``schema`` (``UnsupportedFeature`` when the
     schema cannot be compiled), applying a partition gate if ``gated`` and a metrics filter if
     ``checked``; with ``files_only``, its blocks are lists of the live entries' data files
     (for planners that need nothing else of an entry), else of entries. Cached by layout (a
     layout that cannot be compiled too): the manifests of a table share a few, and generating
-    a reader costs a few milliseconds. Only code is cached, never data.
+    a reader costs a few milliseconds. Only code is cached, never data. ``schema_text``, the
+    schema's JSON as the manifest holds it, keys the cache when given (else the schema is
+    dumped again).
 
     A reader's rows are first: status, snapshot ID, sequence number, file sequence number,
     then the ``data_file`` fields content, file_path, file_format, partition, record_count,
@@ -112,8 +114,8 @@ def compiled_entries(schema: Any, spec: PartitionSpec | None, spec_id: int, stat
     split_offsets, equality_ids, sort_order_id, referenced_data_file, first_row_id,
     content_offset and content_size_in_bytes; None where the manifest has no such field or the
     map was left out; its finish (:func:`_finish`) turns them into entries."""
-    key = (json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated, checked,
-           files_only)
+    key = (schema_text or json.dumps(schema, sort_keys=True), spec, spec_id, stats, gated,
+           checked, files_only)
     found = _COMPILED.get(key)
     if found is None:
         try:
