@@ -28,7 +28,7 @@ without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached plan
 the compiled kernel (:mod:`icepark.io.avro.native`, the default), with the generated Python
 decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel) and with the kernel but
 the manifests read ahead left deflated for the decoding thread to inflate (the baseline of
-inflating ahead, which applies to manifests of a record per block), two processes each, in
+inflating ahead, which applies to manifests of at most 2 MiB), two processes each, in
 turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same
 metadata file through a static table in its own JVM (its manifest reading, worker pool and
 JIT), timed after five untimed runs of each scan. Peak RSS (``resource.getrusage``) is each

@@ -1,6 +1,7 @@
-"""Planning reads data manifests ahead on threads and inflates there those written a record
-per block (:data:`icepark.table.scan.planner.INFLATE_AHEAD_BLOCK_BYTES`): the plan is the same
-as when they are inflated a block at a time by the decoding thread."""
+"""Planning reads data manifests ahead on threads and inflates them there
+(:data:`icepark.table.scan.planner.INFLATE_AHEAD_MAX_BYTES`), those written a record per block
+as pyiceberg writes them and those of large blocks: the plan is the same as when they are
+inflated a block at a time by the decoding thread."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
 UNCACHED = ArrowFileIO({"io.manifest.cache-enabled": "false"})
 
 
+@pytest.mark.parametrize("block_rows", [1, 4096])
 @pytest.mark.parametrize("row_filter", ["id > 12", "category = 'a'", "true"])
-def test_manifests_of_a_record_per_block_plan_the_same_inflated_ahead(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_filter: str) -> None:
-    monkeypatch.setattr(manifest_module, "BLOCK_ROWS", 1)  # as pyiceberg writes manifests
+def test_manifests_plan_the_same_inflated_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_filter: str, block_rows: int
+) -> None:
+    monkeypatch.setattr(manifest_module, "BLOCK_ROWS", block_rows)  # 1: as pyiceberg writes
     t = ScanTable(tmp_path)
     for i in range(4):
         t.append(*[t.file(f"f{i}{j}", ("a" if j % 2 else "b",),

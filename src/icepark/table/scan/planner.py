@@ -12,8 +12,8 @@ predicates are also used to filter data and delete files using column bounds and
 :class:`~icepark.expressions.ManifestEvaluator` per spec); reads the delete manifests into a
 :class:`~icepark.table.scan.delete_index.DeleteIndex`; then streams the data manifests (each read
 once, a bounded number ahead, and decoded by forked workers when there are many and forking is
-safe, else in this process: see :data:`PLANNING_WORKERS`; read ahead on threads, those of a
-record per block are inflated there: see :data:`INFLATE_AHEAD_BLOCK_BYTES`), keeping the live
+safe, else in this process: see :data:`PLANNING_WORKERS`; read ahead on threads, and inflated
+there: see :data:`INFLATE_AHEAD_MAX_BYTES`), keeping the live
 files whose partition (tested once per distinct partition, before the rest of an entry is
 decoded) and metrics may match, each with its delete files and its residual (one per
 partition). Only the metric maps the filter (and the equality deletes) need are decoded, unless
@@ -98,15 +98,13 @@ tasks pickled. ``ICEPARK_PLANNING_WORKERS=1`` plans in-process always."""
 PROCESS_MIN_BYTES = 4 * 1024 * 1024
 """Data manifests smaller than this in total (about 40,000 files) are decoded in the planning
 process: forking costs more than it saves."""
-INFLATE_AHEAD_MAX_BYTES = 4 * 1024 * 1024
-INFLATE_AHEAD_BLOCK_BYTES = 4096
-"""Data manifests read ahead on threads, at most ``INFLATE_AHEAD_MAX_BYTES`` long and
-deflated in blocks of at most ``INFLATE_AHEAD_BLOCK_BYTES`` on average (as pyiceberg writes
-them, a record per block), are inflated on those threads, outside the GIL
-(:func:`~icepark.io.avro.native.inflated`): the thread decoding them would otherwise spend
-most of its time on a codec call per record. Others are inflated a block at a time as they
-are decoded: their codec calls are few, and the manifests read ahead then hold only their
-compressed size in memory."""
+INFLATE_AHEAD_MAX_BYTES = 2 * 1024 * 1024
+"""Data manifests read ahead on threads, at most ``INFLATE_AHEAD_MAX_BYTES`` long, are
+inflated on those threads, outside the GIL (:func:`~icepark.io.avro.native.inflated`), into
+one uncompressed block: the thread decoding them then spends no time on codec calls (for
+manifests of a record per block, as pyiceberg writes them, most of its time). Larger ones are
+inflated a block at a time as they are decoded, so that the manifests read ahead hold at most
+about six times this size each in memory."""
 _INFLATING = threading.BoundedSemaphore(max(1, _cpus() - 1))
 """Threads inflating at once: all cores but the one decoding (more would take it from the
 decoding thread, the one planning waits for)."""
@@ -403,7 +401,7 @@ class ManifestPlanner:
             m, content = read(m)
             if content is not None and len(content) <= INFLATE_AHEAD_MAX_BYTES:
                 with _INFLATING:
-                    content = inflated(content, INFLATE_AHEAD_BLOCK_BYTES)
+                    content = inflated(content, len(content))
             return m, content
 
         def decode(job: tuple[ManifestFile, bytes | None], planner: ManifestPlanner = self
