@@ -53,6 +53,29 @@ def _block(count: int) -> bytes:
     return bytes(block.bytes_.getvalue())  # type: ignore[attr-defined]  # untyped
 
 
+@pytest.mark.parametrize("keys", [frozenset({1}), frozenset({3}), None])
+def test_maps_of_at_most_one_wanted_item_a_row(keys: frozenset[int] | None) -> None:
+    """Maps whose rows hold no item, one, or (unfiltered) two of the keys asked for read as
+    the generated Python reader reads them."""
+    count = 2 * native.MIN_RECORDS
+    shapes: list[Any] = [[], [{"key": 1, "value": 5}], [{"key": 2, "value": 6}],
+                         [{"key": 2, "value": 7}, {"key": 1, "value": 8}], None]
+    rows = [{"id": i, "name": None, "tags": {}, "sizes": shapes[i % len(shapes)],
+             "offsets": []} for i in range(count)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, SCHEMA, rows, codec="null", sync_interval=1 << 30)
+    buf.seek(0)
+    [block] = list(fastavro.block_reader(buf))
+    data = bytes(block.bytes_.getvalue())  # type: ignore[attr-defined]  # untyped
+    read = compile_reader(SCHEMA, {("sizes",): None}, pairs={("sizes",): keys})
+    by_kernel = read(data, count, None)
+    assert by_kernel == native_off(lambda: read(data, count, None))
+    expected = [None if shape is None else {
+        e["key"]: e["value"] for e in shape if keys is None or e["key"] in keys}
+        for shape in shapes]
+    assert [v for (v,) in by_kernel[:len(shapes)]] == expected
+
+
 def test_the_kernel_is_available() -> None:
     """numba is a dependency: the kernel is there unless turned off."""
     assert native.kernel() is not None

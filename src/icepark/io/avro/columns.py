@@ -103,16 +103,19 @@ class Block:
         index = np.arange(len(rows)) - np.repeat(first - starts, lengths)
         return rows, self.keys[index], self.items[index], self.item_ends[index]
 
-    def single_items(self, slot: int) -> tuple[list[int], list[int], list[int]] | None:
-        """When each row kept has exactly one item in slot ``slot``: the key, value and value
-        end of each, as lists; else None."""
+    def single_items(self, slot: int) -> tuple[list[int], list[int], list[int], list[int]] | None:
+        """When each row kept has at most one item in slot ``slot``: how many it has (0 or 1),
+        and the key, value and value end of its item (anything where it has none), as lists;
+        else None."""
         starts, ends = self.values[slot], self.ends[slot]
         if self.rows is not None:
             starts, ends = starts[self.rows], ends[self.rows]
-        if not len(starts) or not ((ends - starts) == 1).all():
+        lengths = ends - starts
+        if not len(starts) or not len(self.keys) or lengths.max() > 1:
             return None
-        return (self.keys[starts].tolist(), self.items[starts].tolist(),
-                self.item_ends[starts].tolist())
+        at = starts if lengths.all() else starts.clip(max=len(self.keys) - 1)
+        return (lengths.tolist(), self.keys[at].tolist(), self.items[at].tolist(),
+                self.item_ends[at].tolist())
 
     def list_of(self, name: str) -> list[Any]:
         """The collected ``keys``, ``items`` or ``item_ends``, as a list."""
@@ -253,11 +256,14 @@ def longs(slot: int) -> Column:
 def pairs(slot: int, kind: str) -> Column:
     def column(b: Block) -> list[Any]:
         singles = b.single_items(slot)
-        if singles is not None:  # one item a row (a metrics filter's column): no slicing
-            keys, values, ends = singles
+        if singles is not None:  # at most one item a row (a filter's column): no slicing
+            counts, keys, values, ends = singles
+            d = b.d
+            if 0 in counts:
+                return [_pair(kind, d, k, v, e) if n else {}
+                        for n, k, v, e in zip(counts, keys, values, ends, strict=True)]
             if kind in ("int", "long"):
                 return [{k: v} for k, v in zip(keys, values, strict=True)]
-            d = b.d
             if kind == "bytes":
                 return [{k: d[v:e]} for k, v, e in zip(keys, values, ends, strict=True)]
             return [{k: d[v:e].decode()} for k, v, e in zip(keys, values, ends, strict=True)]
@@ -272,6 +278,12 @@ def pairs(slot: int, kind: str) -> Column:
         return [{k: d[v:ve].decode() for k, v, ve in zip(keys[s:e], values[s:e], ends[s:e],
                                                          strict=True)} for s, e in ranges]
     return column
+
+
+def _pair(kind: str, d: bytes, key: int, value: int, end: int) -> dict[int, Any]:
+    if kind in ("int", "long"):
+        return {key: value}
+    return {key: d[value:end] if kind == "bytes" else d[value:end].decode()}
 
 
 def decoded(slot: int, decode: Callable[[bytes, int], Any]) -> Column:
