@@ -253,14 +253,6 @@ class ManifestPlanner:
                 for e in self._matching([x.data_file for x in block], block, metrics)
                 if e.status is added and e.snapshot_id in added_by]
 
-    def files(self, manifest: ManifestFile, *, stats: Stats | None = None,
-              file_io: FileIO | None = None) -> list[DataFile]:
-        """The files of :meth:`entries` (metrics tested), when their entries are not needed:
-        snapshot IDs and sequence numbers are then not even decoded."""
-        return [f for block in self._blocks(read_manifest_files, manifest, True, stats,
-                                            file_io=file_io)
-                for f in self._matching(block, block, True)]
-
     def _blocks(self, read: Callable[..., Iterator[list[Any]]],
                 manifest: ManifestFile, metrics: bool, stats: Stats | None,
                 file_io: FileIO | None = None, **options: Any) -> Iterator[list[Any]]:
@@ -273,21 +265,24 @@ class ManifestPlanner:
     def _matching(self, files: list[DataFile], items: list[T], metrics: bool) -> list[T]:
         """The ``items`` (entries or the files themselves) of ``files`` that have rows and
         (if ``metrics``) whose metrics may match."""
-        metrics_test = self._metrics if metrics else None
-        if metrics_test is None:
+        if not metrics or self._metrics is None:
             return [item for f, item in zip(files, items, strict=True) if f.record_count]
-        prefilter = self._cannot_match
-        residual = self.residual
-        out = []
-        for f, item in zip(files, items, strict=True):
+        return [items[i] for i, _ in self._matched(files)]
+
+    def _matched(self, files: list[DataFile]) -> Iterator[tuple[int, Expr]]:
+        """The number of each of ``files`` that has rows and whose metrics may match, with its
+        residual: a file whose residual is true (its partition matches entirely) needs no
+        metrics test."""
+        metrics_test, prefilter, residual = self._metrics, self._cannot_match, self.residual
+        for i, f in enumerate(files):
             if f.record_count == 0:
                 continue
-            if not (f.partition and isinstance(residual(f), AlwaysTrue)):
+            left = residual(f)
+            if metrics_test is not None and not (f.partition and isinstance(left, AlwaysTrue)):
                 verdict = None if prefilter is None else prefilter(f)
                 if verdict or (verdict is None and not metrics_test(f)):
                     continue  # (the prefilter's False is the evaluator's True)
-            out.append(item)
-        return out
+            yield i, left
 
     def delete_may_match(self, delete_file: DataFile) -> bool:
         """Whether a delete file may delete rows the filter selects, by its metrics: "If
@@ -352,14 +347,17 @@ class ManifestPlanner:
         task = trusted_task
         with cyclic_gc_paused():
             if added_by is None and index.is_empty and not self.row_lineage:
-                # nothing to look up by entry
-                files = self.files(manifest, stats=self.data_stats(index), file_io=file_io)
+                # nothing to look up by entry: files, each with the residual it was tested by
+                blocks = self._blocks(read_manifest_files, manifest, True,
+                                      self.data_stats(index), file_io=file_io)
                 if self.always_true:
                     return [task(f, (), ALWAYS_TRUE, f.spec_id, 0, f.file_size_in_bytes,
-                                 f.partition, None) for f in files]
-                residual = self.residual
-                return [task(f, (), residual(f), f.spec_id, 0, f.file_size_in_bytes,
-                             f.partition, None) for f in files]
+                                 f.partition, None)
+                            for block in blocks for f in block if f.record_count]
+                return [task(f, (), residual, f.spec_id, 0, f.file_size_in_bytes, f.partition,
+                             None)
+                        for block in blocks for i, residual in self._matched(block)
+                        for f in (block[i],)]
             residual = self.residual
             for_data_file = index.for_data_file
             return [task(f, for_data_file(e.sequence_number or 0, f), residual(f), f.spec_id, 0,
