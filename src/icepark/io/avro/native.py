@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -166,13 +167,18 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
                               kept=True).replace("\n", "\n    "),
                   "    block.select(kept)"]
     rest = [p for p in paths if p in program.columns or p in program.spans]
-    body = [f"{names[p]} = None" for p in paths if p not in rest]
-    body += [f"{names[p]} = d[{names[p]}:{names[p]}_end].decode()" for p in paths
-             if p in program.spans]
+    body = [f"{names[p]} = d[{names[p]}:{names[p]}_end].decode()" for p in paths
+            if p in program.spans]
     if finish is None:
         body.append(f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))")
     else:
         body += [line.format(*outputs) for line in finish.body]
+    # a field the block does not have is None in every row: set once, unless a row sets it
+    absent = [names[p] for p in paths if p not in rest]
+    assigned = {n for n in absent
+                if any(re.match(rf"\s*{n}\s*=[^=]", line) for line in body)}
+    parts += [f"    {n} = None" for n in absent if n not in assigned]
+    body[:0] = [f"{n} = None" for n in absent if n in assigned]
     parts += ["    out = []", "    append = out.append", loop(rest, body, kept=False),
               "    return out"]
     source = "\n".join(parts)
