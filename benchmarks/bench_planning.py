@@ -32,10 +32,12 @@ inflating ahead, which applies to manifests of at most 2 MiB), two processes eac
 turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same
 metadata file through a static table in its own JVM (its manifest reading, worker pool and
 JIT), timed after five untimed runs of each scan. Peak RSS (``resource.getrusage``) is each
-Python process's own.
+Python process's own. ``--no-baselines`` leaves out the two baselines (for the large table,
+whose runs are long).
 
-    PYTHONPATH=src:. python benchmarks/bench_planning.py [--large] [--repeat N] [--java]
-        [--layouts icepark,pyiceberg,java] [--cache DIR]
+    PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
+        [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
+        [--no-baselines] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -369,16 +371,19 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
     return result
 
 
-def uncached_runs(metadata_file: str, repeat: int) -> dict[str, dict[str, Any]]:
+def uncached_runs(metadata_file: str, repeat: int, baselines: bool = True
+                  ) -> dict[str, dict[str, Any]]:
     """icepark's uncached planning with the compiled kernel (``uncached``), with the
     generated Python decoder alone (``python``) and with the kernel but the manifests read
     ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
     INFLATE_AHEAD_MAX_BYTES` off), two processes each, in turns: the best of each scan over
-    both."""
-    runs: dict[str, list[dict[str, Any]]] = {"uncached": [], "python": [], "in_decoder": []}
+    both. Without ``baselines``, only the first."""
+    variants = [("uncached", "1", "1"), ("python", "0", "1"), ("in_decoder", "1", "0")]
+    if not baselines:
+        variants = variants[:1]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for _ in range(2):
-        for name, kernel, ahead in (("uncached", "1", "1"), ("python", "0", "1"),
-                                    ("in_decoder", "1", "0")):
+        for name, kernel, ahead in variants:
             runs[name].append(run_worker("icepark", metadata_file, repeat, BENCH_CACHE="false",
                                          ICEPARK_PLANNING_WORKERS="1",
                                          ICEPARK_AVRO_KERNEL=kernel, BENCH_INFLATE_AHEAD=ahead))
@@ -419,13 +424,19 @@ def main() -> None:
     parser.add_argument("--java-threads", type=int, default=None,
                         help="the reference's worker pool size (default: the CPUs, at least 2)")
     parser.add_argument("--no-pyiceberg", action="store_true", help="skip timing pyiceberg")
+    parser.add_argument("--sizes", default=None,
+                        help="the tables: 100k, 1m or both (default: 100k, both with --large)")
+    parser.add_argument("--no-baselines", action="store_true",
+                        help="skip icepark's own baselines (the Python decoder, inflating "
+                             "while decoding)")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "METADATA"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1], args.repeat)))
         return
-    sizes = ["100k", "1m"] if args.large else ["100k"]
+    sizes = (args.sizes.split(",") if args.sizes
+             else ["100k", "1m"] if args.large else ["100k"])
     rows: list[str] = []
     for size in sizes:
         files, manifests = SIZES[size]
@@ -433,20 +444,20 @@ def main() -> None:
             metadata_file = layout_metadata(layout, args.cache, files, manifests)
             runs = {"cached": run_worker("icepark", metadata_file, args.repeat,
                                          ICEPARK_PLANNING_WORKERS="1"),
-                    **uncached_runs(metadata_file, args.repeat)}
+                    **uncached_runs(metadata_file, args.repeat, not args.no_baselines)}
             theirs = (None if args.no_pyiceberg
                       else run_worker("pyiceberg", metadata_file, args.repeat))
             java = (java_planner_times(metadata_file, args.repeat, threads=args.java_threads)
                     if args.java else None)
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
-                python, in_decoder = runs["python"][name], runs["in_decoder"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
-                         f"{uncached['seconds']:.3f}", f"{python['seconds']:.3f}",
-                         f"{python['seconds'] / uncached['seconds']:.2f}x",
-                         f"{in_decoder['seconds']:.3f}",
-                         f"{in_decoder['seconds'] / uncached['seconds']:.2f}x",
-                         f"{cached['seconds']:.3f}"]
+                         f"{uncached['seconds']:.3f}"]
+                for baseline in ("python", "in_decoder"):
+                    b = runs[baseline][name] if baseline in runs else None
+                    cells += (["", ""] if b is None else [
+                        f"{b['seconds']:.3f}", f"{b['seconds'] / uncached['seconds']:.2f}x"])
+                cells.append(f"{cached['seconds']:.3f}")
                 for other in (theirs, java):
                     if other is None:
                         cells += ["", "", ""]
@@ -460,9 +471,10 @@ def main() -> None:
                               f"{b['seconds'] / uncached['seconds']:.2f}x",
                               f"**{b['seconds'] / cached['seconds']:.2f}x**"]
                 rows.append("| " + " | ".join(cells) + " |")
+            rss = {name: f"{r['rss_mb']:.0f}" for name, r in runs.items()}
             rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
-                        f"{runs['uncached']['rss_mb']:.0f} | {runs['python']['rss_mb']:.0f} | | "
-                        f"{runs['in_decoder']['rss_mb']:.0f} | | "
+                        f"{rss['uncached']} | {rss.get('python', '')} | | "
+                        f"{rss.get('in_decoder', '')} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
