@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from icepark.expressions import bind, parse
 from icepark.io.avro import columns, native
-from icepark.io.avro.compiled import Converter, compile_reader
+from icepark.io.avro.compiled import Converter, Finish, compile_reader
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest.manifest import ManifestWriter, read_manifest_files
 from icepark.io.manifest.reader import Stats
@@ -224,6 +224,25 @@ def test_distinct_rows_groups_equal_rows(rows: int, width: int, spread: int) -> 
     assert (codes[first][inverse] == codes).all()  # each row is its group's first row
     assert first.tolist() == sorted(first.tolist())  # groups in order of first appearance
     assert inverse[first].tolist() == list(range(len(first)))
+
+
+@pytest.mark.parametrize("assign", ["x = {1} = 5", "{1}, x = 5, 0", "{1} = 5"])
+def test_a_field_the_block_lacks_is_none_in_every_row_a_finish_does_not_set(
+        assign: str) -> None:
+    """A wanted field the writer schema lacks reads None in every row, also when the finish
+    sets it in some rows (a chained or unpacked assignment too): the kernel's reader sets it
+    once per block only when no row sets it."""
+    count = native.MIN_RECORDS
+    finish = Finish((), ("if {0} // 10**10 % 2 == 1:", f"    {assign}",
+                         "append(({0}, {1}, {2}))"))
+    wanted: dict[tuple[str, ...], Converter | None] = {
+        ("id",): None, ("absent",): None, ("gone",): None}
+    read = compile_reader(SCHEMA, wanted, pairs={("sizes",): None}, finish=finish)
+    by_kernel = read(_block(count), count, None)
+    assert by_kernel == native_off(lambda: read(_block(count), count, None))
+    assert by_kernel[:3] == [(0, None, None), (10**10, 5, None), (2 * 10**10, None, None)]
+    assert all(row[1:] == ((5, None) if row[0] // 10**10 % 2 else (None, None))
+               for row in by_kernel)
 
 
 def native_off(read: Any) -> Any:

@@ -33,9 +33,9 @@ The kernel is compiled by numba on first use (cached on disk). Blocks of fewer t
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -173,10 +173,10 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
         body.append(f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))")
     else:
         body += [line.format(*outputs) for line in finish.body]
-    # a field the block does not have is None in every row: set once, unless a row sets it
+    # a field the block does not have is None in every row: set once, unless a row may set it
     absent = [names[p] for p in paths if p not in rest]
-    assigned = {n for n in absent
-                if any(re.match(rf"\s*{n}\s*=[^=]", line) for line in body)}
+    assigned = {n.id for n in ast.walk(ast.parse("\n".join(body)))
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     parts += [f"    {n} = None" for n in absent if n not in assigned]
     body[:0] = [f"{n} = None" for n in absent if n in assigned]
     parts += ["    out = []", "    append = out.append", loop(rest, body, kept=False),
