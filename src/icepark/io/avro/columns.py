@@ -48,10 +48,8 @@ class Block:
         """Keep only ``rows``, numbers among the rows kept so far."""
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-        picked = np.asarray(rows, dtype=np.int64)
-        self.rows = picked if self.rows is None else self.rows[picked]
-        self.count = len(rows)
-        self._lists = {k: v for k, v in self._lists.items() if k[1] < 0}  # items stay
+        kept = self.subset(np.asarray(rows, dtype=np.int64))
+        self.rows, self.count, self._lists = kept.rows, kept.count, kept._lists
 
     def subset(self, rows: Any) -> Block:
         """The same block with only ``rows`` (a numpy array of numbers among the rows kept)."""
@@ -94,9 +92,7 @@ class Block:
         where it ends."""
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
-        starts, ends = self.values[slot], self.ends[slot]
-        if self.rows is not None:
-            starts, ends = starts[self.rows], ends[self.rows]
+        starts, ends = self.array("values", slot), self.array("ends", slot)
         lengths = ends - starts
         rows = np.repeat(np.arange(len(lengths)), lengths)
         first = np.cumsum(lengths) - lengths
@@ -107,9 +103,7 @@ class Block:
         """When each row kept has at most one item in slot ``slot``: how many it has (0 or 1),
         and the key, value and value end of its item (anything where it has none), as lists;
         else None."""
-        starts, ends = self.values[slot], self.ends[slot]
-        if self.rows is not None:
-            starts, ends = starts[self.rows], ends[self.rows]
+        starts, ends = self.array("values", slot), self.array("ends", slot)
         lengths = ends - starts
         if not len(starts) or not len(self.keys) or lengths.max() > 1:
             return None
@@ -152,14 +146,14 @@ def varints(slot: int) -> Column:
 
 def _byte_codes(slot: int) -> Codes:
     """Codes of strings or bytes: the number of each distinct content in the block
-    (:func:`icepark.io.avro.kernel.span_groups`)."""
+    (:func:`icepark.io.avro.kernel.range_groups` of the byte ranges)."""
     def codes(b: Block) -> Any:
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
         from icepark.io.avro import kernel  # noqa: PLC0415 - numba: only once a kernel ran
 
-        groups = kernel.span_groups(np.frombuffer(b.d, dtype=np.uint8),
-                                    b.array("values", slot), b.array("ends", slot))
+        _, groups = kernel.range_groups(np.frombuffer(b.d, dtype=np.uint8),
+                                        b.array("values", slot), b.array("ends", slot))
         return groups[:, None]
     return codes
 

@@ -349,50 +349,10 @@ def _grown(a: Any, capacity: int) -> Any:  # pragma: no cover - native
 
 
 @numba.njit(cache=True, nogil=True)
-def distinct_rows(codes: Any) -> tuple[Any, Any]:  # pragma: no cover - native
-    """The first row of each distinct row of ``codes`` (an int64 matrix), in order of first
-    appearance, and for every row the number of its distinct row among those: one pass over
-    the rows with an open-addressing table of twice their number."""
-    n, k = codes.shape
-    size = 2
-    while size < 2 * n:
-        size *= 2
-    mask = size - 1
-    table = np.full(size, -1, np.int64)
-    first = np.empty(n, np.int64)
-    inverse = np.empty(n, np.int64)
-    groups = 0
-    for i in range(n):
-        h = np.int64(k)
-        for j in range(k):
-            h = (h ^ codes[i, j]) * np.int64(1099511628211)
-            h ^= h >> 29
-        at = h & mask
-        while True:
-            g = table[at]
-            if g < 0:
-                table[at] = groups
-                first[groups] = i
-                inverse[i] = groups
-                groups += 1
-                break
-            other = first[g]
-            same = True
-            for j in range(k):
-                if codes[other, j] != codes[i, j]:
-                    same = False
-                    break
-            if same:
-                inverse[i] = g
-                break
-            at = (at + 1) & mask
-    return first[:groups], inverse
-
-
-@numba.njit(cache=True, nogil=True)
-def span_groups(d: Any, starts: Any, ends: Any) -> Any:  # pragma: no cover - native
-    """For every byte range ``d[starts[i]:ends[i]]``, the number of its distinct content in
-    order of first appearance (equal numbers exactly for equal bytes)."""
+def range_groups(values: Any, starts: Any, ends: Any) -> tuple[Any, Any]:  # pragma: no cover
+    """Groups of the ranges ``values[starts[i]:ends[i]]`` equal item for item: the first range
+    of each group, in order of first appearance, and every range's group number. One pass
+    with an open-addressing table of twice the ranges, probed from a hash of each range."""
     n = starts.shape[0]
     size = 2
     while size < 2 * n:
@@ -406,9 +366,8 @@ def span_groups(d: Any, starts: Any, ends: Any) -> Any:  # pragma: no cover - na
         s, e = starts[i], ends[i]
         h = np.int64(e - s)
         for p in range(s, e):
-            h = (h ^ np.int64(d[p])) * np.int64(1099511628211)
-        h ^= h >> 29
-        at = h & mask
+            h = (h ^ np.int64(values[p])) * np.int64(1099511628211)
+        at = (h ^ (h >> 29)) & mask
         while True:
             g = table[at]
             if g < 0:
@@ -418,15 +377,24 @@ def span_groups(d: Any, starts: Any, ends: Any) -> Any:  # pragma: no cover - na
                 groups += 1
                 break
             o = first[g]
-            os, oe = starts[o], ends[o]
-            same = oe - os == e - s
-            if same:
-                for q in range(e - s):
-                    if d[os + q] != d[s + q]:
-                        same = False
-                        break
+            same = ends[o] - starts[o] == e - s
+            for q in range(e - s):
+                if not same or values[starts[o] + q] != values[s + q]:
+                    same = False
+                    break
             if same:
                 groups_of[i] = g
                 break
             at = (at + 1) & mask
-    return groups_of
+    return first[:groups], groups_of
+
+
+def distinct_rows(codes: Any) -> tuple[Any, Any]:
+    """The first row of each distinct row of ``codes`` (a C-ordered int64 matrix), in order of
+    first appearance, and for every row the number of its distinct row among those
+    (:func:`range_groups` of its rows)."""
+    n, k = codes.shape
+    starts = np.arange(n, dtype=np.int64) * k
+    first, groups_of = range_groups(codes.reshape(-1), starts, starts + k)
+    return first, groups_of
+
