@@ -115,6 +115,32 @@ def test_no_summaries_and_mismatched_summaries() -> None:
         ManifestEvaluator(SCHEMA, SPEC, parse("s = 'a'")).eval(bad)
 
 
+def test_one_evaluator_over_many_manifests() -> None:
+    """An evaluator keeps verdicts by summaries and bounds by their bytes: manifests sharing
+    them, or not, get the verdicts a fresh evaluator gives each; a bad summary is reported for
+    every manifest that has it, by name, however often it repeats."""
+    assert MANIFEST.partitions is not None
+    rest = MANIFEST.partitions[1:]
+    days = [FieldSummary(False, None, to_bytes(INT, lo), to_bytes(INT, hi))
+            for lo, hi in ((19723, 19724), (19720, 19722), (19725, 19730), (19723, 19724),
+                           (19720, 19730))]
+    manifests = [ManifestFile(f"m{i}.avro", 1, 0, 1, partitions=(
+        MANIFEST.partitions[0], rest[0], day, rest[2])) for i, day in enumerate(days * 3)]
+    for text in ("ts >= '2024-01-02T10:00'", "ts < '2024-01-01'", "n IS NULL AND ts < "
+                 "'2024-01-05'"):
+        shared = ManifestEvaluator(SCHEMA, SPEC, parse(text))
+        assert [shared.eval(m) for m in manifests] == [
+            ManifestEvaluator(SCHEMA, SPEC, parse(text)).eval(m) for m in manifests]
+    bad = FieldSummary(False, False, b"\xff\xfe", None)
+    shared = ManifestEvaluator(SCHEMA, SPEC, parse("s = 'a'"))
+    for name in ("first.avro", "second.avro"):
+        with pytest.raises(CorruptFile, match=name):
+            shared.eval(ManifestFile(name, 1, 0, 1, partitions=(bad, *rest)))
+    unhashable: Any = FieldSummary(False, False, [1], None)  # not bytes: a bad file
+    with pytest.raises(CorruptFile, match="third"):
+        shared.eval(ManifestFile("third.avro", 1, 0, 1, partitions=(unhashable, *rest)))
+
+
 def test_unpartitioned() -> None:
     assert ManifestEvaluator(SCHEMA, PartitionSpec(0, ()), parse("s = 'a'")).eval(
         ManifestFile("m.avro", 1, 0, 1, partitions=()))

@@ -48,6 +48,12 @@ class ManifestEvaluator:
         self.spec = spec
         projected = inclusive_projection(schema, spec, case_sensitive)(row_filter)
         self.partition_filter = rewrite_not(bind(projected, partition_schema(spec, schema)))
+        self._bounds: dict[tuple[int, bytes | None, bytes | None], tuple[Any, Any]] = {}
+        """Decoded bounds by the type's ``id`` (the bound filter's, alive as long as this
+        evaluator) and the bytes."""
+        self._verdicts: dict[tuple[FieldSummary, ...], bool] = {}
+        """Verdicts by summaries: the manifests of a table often share them (each appended
+        to the same partitions: every manifest of a daily job spans its day)."""
 
     def eval(self, manifest: ManifestFile) -> bool:
         """A manifest without partition summaries might always match."""
@@ -59,15 +65,32 @@ class ManifestEvaluator:
                 f"Manifest {manifest.manifest_path} has {len(summaries)} partition summaries "
                 f"but spec {self.spec.spec_id} has {len(self.spec.fields)} fields")
         try:
-            return visit(self.partition_filter, _SummaryVisitor(summaries))
+            known = self._verdicts.get(summaries)
+        except TypeError:  # a summary of unhashable values: bad, and reported below
+            known = summaries = None
+        if known is not None:
+            return known
+        try:
+            verdict = visit(self.partition_filter,
+                            _SummaryVisitor(manifest.partitions or (), self._bounds))
         except ValidationError as e:
             raise CorruptFile(f"Manifest {manifest.manifest_path}: bad partition summary: "
                               f"{e}") from e
+        if summaries is not None:
+            if len(self._verdicts) >= _VERDICTS_LIMIT:
+                self._verdicts.clear()
+            self._verdicts[summaries] = verdict
+        return verdict
+
+
+_VERDICTS_LIMIT = 4096
+"""Distinct summaries whose verdicts an evaluator keeps (then it forgets them all)."""
 
 
 class _SummaryVisitor(BoundVisitor[bool]):
-    def __init__(self, summaries: Sequence[FieldSummary]) -> None:
-        self._summaries = summaries
+    def __init__(self, summaries: Sequence[FieldSummary],
+                 bounds: dict[tuple[int, bytes | None, bytes | None], tuple[Any, Any]]) -> None:
+        self._summaries, self._bounds = summaries, bounds
 
     def always_true(self) -> bool:
         return True
@@ -96,8 +119,22 @@ class _SummaryVisitor(BoundVisitor[bool]):
                 return not (s.contains_nan and not s.contains_null and no_bounds)
         if no_bounds:  # only NaN compares true, and only with != and NOT IN
             return p.op in (Op.NOT_EQ, Op.NOT_IN) and s.contains_nan is not False
-        lower, upper = decode_bounds(p.term.type, s.lower_bound, s.upper_bound)
+        lower, upper = self._decoded(p.term.type, s.lower_bound, s.upper_bound)
         return bounds_might_match(p, lower, upper, s.contains_nan is False)
+
+    def _decoded(self, t: Any, lower: bytes | None, upper: bytes | None) -> tuple[Any, Any]:
+        """:func:`decode_bounds`, once per type and bytes."""
+        key = (id(t), lower, upper)
+        try:
+            found = self._bounds.get(key)
+        except TypeError:  # bounds that are not bytes: decode_bounds says what is wrong
+            return decode_bounds(t, lower, upper)
+        if found is None:
+            found = decode_bounds(t, lower, upper)
+            if len(self._bounds) >= _VERDICTS_LIMIT:
+                self._bounds.clear()
+            self._bounds[key] = found
+        return found
 
 
 def bounds_might_match(p: BoundPredicate, lower: Any, upper: Any, no_nan: bool) -> bool:
