@@ -136,7 +136,8 @@ def test_one_evaluator_over_many_manifests() -> None:
     for name in ("first.avro", "second.avro"):
         with pytest.raises(CorruptFile, match=name):
             shared.eval(ManifestFile(name, 1, 0, 1, partitions=(bad, *rest)))
-    unhashable: Any = FieldSummary(False, False, [1], None)  # not bytes: a bad file
+    not_bytes: Any = [1]  # a bad file: not bytes, and unhashable
+    unhashable = FieldSummary(False, False, not_bytes, None)
     with pytest.raises(CorruptFile, match="third"):
         shared.eval(ManifestFile("third.avro", 1, 0, 1, partitions=(unhashable, *rest)))
 
