@@ -165,7 +165,7 @@ class Emitter:
                 len(t["fields"]) != 2:
             return False
         first, second = (self.resolve(f["type"]) for f in t["fields"])
-        return first in _VARINTS and second in ("bytes", "string")
+        return isinstance(first, str) and first in _VARINTS and second in ("bytes", "string")
 
     # ------------------------------------------------------------------ emitting
 
