@@ -9,8 +9,9 @@ from typing import Any
 import fastavro
 import pytest
 
-from icepark.errors import CorruptFile, FileNotFound, ValidationError
+from icepark.errors import CorruptFile, FileNotFound, UnsupportedFeature, ValidationError
 from icepark.io.fileio import ArrowFileIO
+from icepark.io.manifest import manifest_list
 from icepark.io.manifest.manifest import UNASSIGNED_SEQUENCE_NUMBER
 from icepark.io.manifest.manifest_list import (
     assign_first_row_ids,
@@ -19,6 +20,7 @@ from icepark.io.manifest.manifest_list import (
     write_manifest_list,
 )
 from icepark.spec.manifest import FieldSummary, ManifestContent, ManifestFile
+from icepark.spec.metadata import FormatVersion
 from tests.vectors import vectors
 
 VECTORS = vectors("avro")
@@ -179,3 +181,72 @@ def test_missing_and_corrupt_lists(file_io: ArrowFileIO, location: str) -> None:
             {"name": "x", "type": "int", "field-id": 1}]}, [{"x": 1}])
     with pytest.raises(CorruptFile, match="not a manifest list"):
         read_manifest_list(file_io, not_a_list)
+
+
+def _compiled_and_fastavro(file_io: ArrowFileIO, path: str,
+                           monkeypatch: pytest.MonkeyPatch) -> list[ManifestFile]:
+    """The list read by its compiled reader, after checking fastavro reads it the same."""
+    compiled = read_manifest_list(file_io, path)
+
+    def uncompilable(*args: Any) -> Any:
+        raise UnsupportedFeature("a schema the compiled reader cannot read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(manifest_list, "_compiled", uncompilable)
+        assert read_manifest_list(file_io, path) == compiled
+    return compiled
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_compiled_and_fastavro_reads_agree(file_io: ArrowFileIO, location: str,
+                                           version: FormatVersion,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists are decoded by a reader compiled for their schema, or by fastavro for one it
+    cannot compile: both read every field, summaries, v1 defaults and the vectors alike."""
+    ms = [manifest(f"s3://t/metadata/m{i}.avro", sequence_number=0 if version == 1 else 3,
+                   min_sequence_number=0 if version == 1 else 2,
+                   key_metadata=None if i % 2 else b"key", first_row_id=(
+                       100 * i if version == 3 else None),
+                   partitions=None if i == 3 else manifest("x").partitions if i % 3 else (
+                       FieldSummary(False, True, bytes([i % 7]), b"\x09"),
+                       FieldSummary(True, None, bytes([i % 5]), None)))
+          for i in range(200)]
+    path = f"{location}/snap-{version}.avro"
+    write_manifest_list(file_io, path, version, 1, None, 0 if version == 1 else 3, ms,
+                        first_row_id=0 if version == 3 else None)
+    assert _compiled_and_fastavro(file_io, path, monkeypatch) == ms
+    for name in ("manifest-list-v2-1.avro", "manifest-list-v2-2.avro"):
+        assert len(_compiled_and_fastavro(file_io, str(VECTORS / name), monkeypatch)) == 1
+
+
+def test_summaries_are_matched_by_field_id(file_io: ArrowFileIO, location: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer may order (and name) a summary's fields its own way, or leave out
+    ``contains_nan``; one without ``contains_null`` (required) is corrupt."""
+    def schema(summary_fields: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"type": "record", "name": "manifest_file", "fields": [
+            {"name": "manifest_path", "type": "string", "field-id": 500},
+            {"name": "manifest_length", "type": "long", "field-id": 501},
+            {"name": "partition_spec_id", "type": "int", "field-id": 502},
+            {"name": "added_snapshot_id", "type": "long", "field-id": 503},
+            {"name": "parts", "field-id": 507, "type": ["null", {
+                "type": "array", "element-id": 508, "items": {
+                    "type": "record", "name": "r508", "fields": summary_fields}}]}]}
+
+    reordered = [{"name": "hi", "type": ["null", "bytes"], "field-id": 511},
+                 {"name": "has_null", "type": "boolean", "field-id": 509},
+                 {"name": "lo", "type": ["null", "bytes"], "field-id": 510}]
+    path = location.removeprefix("file://") + "/reordered.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema(reordered)), [
+            {"manifest_path": "a", "manifest_length": 1, "partition_spec_id": 0,
+             "added_snapshot_id": 5, "parts": [{"hi": b"\x09", "has_null": True, "lo": None}]}])
+    assert _compiled_and_fastavro(file_io, path, monkeypatch) == [ManifestFile(
+        "a", 1, 0, 5, partitions=(FieldSummary(True, None, None, b"\x09"),))]
+    path = location.removeprefix("file://") + "/no_contains_null.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema(reordered[::2])), [
+            {"manifest_path": "a", "manifest_length": 1, "partition_spec_id": 0,
+             "added_snapshot_id": 5, "parts": [{"hi": b"\x09", "lo": None}]}])
+    with pytest.raises(CorruptFile, match=r"invalid entry.*contains_null"):
+        read_manifest_list(file_io, path)

@@ -22,14 +22,17 @@ tracked by the list." v1 lists carry no ``content``, ``sequence_number`` or
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from io import BytesIO
 from operator import attrgetter
 from typing import Any
 
-from icepark.errors import CorruptFile, ValidationError
+from icepark.errors import CorruptFile, UnsupportedFeature, ValidationError
+from icepark.io.avro.compiled import BlockReader, compile_reader, read_blocks
 from icepark.io.avro.encoder import ListColumn, StructColumn
-from icepark.io.avro.reader import open_reader
+from icepark.io.avro.reader import open_blocks, open_reader, writer_schema
 from icepark.io.avro.schema import to_avro
 from icepark.io.avro.writer import CODEC_PROPERTY, LEVEL_PROPERTY, AvroWriter, avro_codec
 from icepark.io.fileio import FileIO
@@ -198,64 +201,145 @@ def _columns(manifests: Sequence[ManifestFile]) -> StructColumn:
 
 
 def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
-    """Every ``manifest_file`` of a manifest list, matched by field ID, with v1 defaults."""
+    """Every ``manifest_file`` of a manifest list, matched by field ID, with v1 defaults.
+    Decoded by a reader compiled for the list's schema (:mod:`icepark.io.avro.compiled`,
+    cached by the schema's text: a table's lists share one), or by fastavro for a schema it
+    cannot compile."""
+    with file_io.new_input(location).open() as stream:
+        opened = open_blocks(BytesIO(stream.read()), location)
+    ids = field_names(opened.schema, location)
+    missing = {500, 501, 502} - set(ids)
+    if missing:
+        raise CorruptFile(f"{location}: not a manifest list (no field {sorted(missing)})")
+    try:
+        summary = _summary_fields(opened.schema, ids, location)
+    except DECODING_ERRORS as e:
+        raise CorruptFile(f"Manifest list {location} has an invalid partitions field: "
+                          f"{type(e).__name__}: {e}") from None
+    try:
+        reader = _compiled(opened.schema_text, tuple(sorted(ids.items())))
+    except UnsupportedFeature:
+        reader = None
+    if reader is None:
+        rows: Iterable[tuple[Any, ...]] = _rows_of_records(file_io, location, ids)
+    else:
+        rows = (row for block in read_blocks(reader, opened.blocks, None, location)
+                for row in block)
+    fallback_snapshot = opened.metadata.get("snapshot-id")
+    indexes = (summary.get(509, -1), summary.get(518, -1), summary.get(510, -1),
+               summary.get(511, -1))
+    summaries: dict[tuple[Any, ...], tuple[FieldSummary, ...]] = {}
+    out = []
+    for row in rows:
+        try:
+            out.append(_manifest_file(row, indexes, fallback_snapshot, summaries))
+        except DECODING_ERRORS as e:
+            raise CorruptFile(f"Manifest list {location} has an invalid entry: "
+                              f"{type(e).__name__}: {e}") from None
+    return out
+
+
+_ROW = (500, 501, 502, 503, 517, 515, 516, 504, 505, 506, 512, 513, 514, 507, 519, 520)
+"""The field IDs of a manifest list's row, in the order :func:`_manifest_file` reads them."""
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(schema_text: bytes, ids: tuple[tuple[int, str], ...]) -> BlockReader:
+    """The reader of a manifest list's rows (:data:`_ROW`; a field the schema lacks reads as
+    None; the partition summaries as lists of tuples, in the summary record's field order)."""
+    names = dict(ids)
+    wanted: dict[tuple[str, ...], Any] = {
+        (names.get(fid, f"\0missing {fid}"),): None for fid in _ROW}
+    return compile_reader(writer_schema(schema_text), wanted)
+
+
+def _rows_of_records(file_io: FileIO, location: str, ids: dict[int, str]
+                     ) -> Iterator[tuple[Any, ...]]:
+    """The rows :func:`_compiled` reads, decoded by fastavro."""
     with file_io.new_input(location).open() as stream:
         reader = open_reader(stream, location)
-        ids = field_names(reader.schema, location)
-        try:
-            summary_names = _summary_names(reader.schema, ids, location)
-        except DECODING_ERRORS as e:
-            raise CorruptFile(f"Manifest list {location} has an invalid partitions field: "
-                              f"{type(e).__name__}: {e}") from None
-        missing = {500, 501, 502} - set(ids)
-        if missing:
-            raise CorruptFile(f"{location}: not a manifest list (no field {sorted(missing)})")
-        fallback_snapshot = reader.metadata.get("snapshot-id")
-        out = []
+        fields = _summary_record_names(reader.schema, ids)
         for record in reader.records:
-            try:
-                out.append(_manifest_file(record, ids, summary_names, fallback_snapshot))
-            except DECODING_ERRORS as e:
-                raise CorruptFile(f"Manifest list {location} has an invalid entry: "
-                                  f"{type(e).__name__}: {e}") from None
-        return out
+            summaries = record.get(ids[507]) if 507 in ids else None
+            yield (*(record.get(ids[fid]) if fid in ids else None for fid in _ROW[:13]),
+                   None if summaries is None else [tuple(s.get(n) for n in fields)
+                                                   for s in summaries],
+                   *(record.get(ids[fid]) if fid in ids else None for fid in _ROW[14:]))
 
 
-def _summary_names(schema: Any, ids: dict[int, str], location: str) -> dict[int, str]:
+def _summary_record(schema: Any, ids: dict[int, str]) -> Any:
     if 507 not in ids:
-        return {}
+        return None
     t = next(f["type"] for f in schema["fields"] if f["name"] == ids[507])
     array = next(b for b in t if b != "null") if isinstance(t, list) else t
-    return field_names(array.get("items") if isinstance(array, dict) else None, location)
+    return array.get("items") if isinstance(array, dict) else None
 
 
-def _manifest_file(record: dict[str, Any], ids: dict[int, str], summary: dict[int, str],
-                   fallback_snapshot: str | None) -> ManifestFile:
-    def get(field_id: int, default: Any = None) -> Any:
-        name = ids.get(field_id)
-        value = None if name is None else record.get(name)
-        return default if value is None else value
+def _summary_record_names(schema: Any, ids: dict[int, str]) -> list[str]:
+    record = _summary_record(schema, ids)
+    return [] if record is None else [f["name"] for f in record["fields"]]
 
-    snapshot_id = get(503)
+
+def _summary_fields(schema: Any, ids: dict[int, str], location: str) -> dict[int, int]:
+    """Field ID -> position of the ``field_summary`` record's fields."""
+    if 507 not in ids:
+        return {}
+    record = _summary_record(schema, ids)
+    names = field_names(record, location)  # not a record: CorruptFile
+    order = [f["name"] for f in record["fields"]]
+    return {fid: order.index(name) for fid, name in names.items()}
+
+
+def _manifest_file(row: tuple[Any, ...], summary: tuple[int, int, int, int],
+                   fallback_snapshot: str | None,
+                   summaries: dict[tuple[Any, ...], tuple[FieldSummary, ...]]) -> ManifestFile:
+    """A row's manifest; ``summaries``: the partition summaries made so far, by their values
+    (the manifests of a list often share them: made once, shared, as they are immutable)."""
+    (path, length, spec_id, snapshot_id, content, sequence_number, min_sequence_number,
+     added_files, existing_files, deleted_files, added_rows, existing_rows, deleted_rows,
+     partitions, key_metadata, first_row_id) = row
     if snapshot_id is None:  # v1 lists may leave it null; the list's own snapshot added it
         if fallback_snapshot is None or fallback_snapshot == "null":
             raise ValueError("added_snapshot_id is null")
         snapshot_id = int(fallback_snapshot)
-    partitions = get(507)
+    if partitions is not None:
+        partitions = _shared_summaries(partitions, summary, summaries)
+    if content is None:  # v1: "must default to 0"
+        content = 0
+    if not 0 <= content < len(_CONTENTS):
+        raise ValueError(f"{content} is not a valid manifest content")
     return ManifestFile(
-        manifest_path=record[ids[500]], manifest_length=record[ids[501]],
-        partition_spec_id=record[ids[502]], added_snapshot_id=snapshot_id,
-        content=ManifestContent(get(517, 0)), sequence_number=get(515, 0),
-        min_sequence_number=get(516, 0),
-        added_files_count=get(504), existing_files_count=get(505), deleted_files_count=get(506),
-        added_rows_count=get(512), existing_rows_count=get(513), deleted_rows_count=get(514),
-        partitions=None if partitions is None else tuple(
-            FieldSummary(s[summary[509]], s.get(summary.get(518, "")),
-                         s.get(summary.get(510, "")), s.get(summary.get(511, "")))
-            for s in partitions),
-        key_metadata=get(519),
-        first_row_id=get(520),
-    )
+        path, length, spec_id, snapshot_id, _CONTENTS[content],
+        0 if sequence_number is None else sequence_number,
+        0 if min_sequence_number is None else min_sequence_number,
+        added_files, existing_files, deleted_files, added_rows, existing_rows, deleted_rows,
+        partitions, key_metadata, first_row_id)
+
+
+_CONTENTS = tuple(ManifestContent)
+
+
+def _shared_summaries(partitions: list[Any], summary: tuple[int, int, int, int],
+                      made: dict[tuple[Any, ...], tuple[FieldSummary, ...]]
+                      ) -> tuple[FieldSummary, ...]:
+    key = tuple(partitions)
+    try:
+        found = made.get(key)
+    except TypeError:  # values of the wrong types: made (and checked) on their own
+        return _summaries(partitions, summary)
+    if found is None:
+        found = made[key] = _summaries(partitions, summary)
+    return found
+
+
+def _summaries(partitions: list[Any], summary: tuple[int, int, int, int]
+               ) -> tuple[FieldSummary, ...]:
+    null, nan, lower, upper = summary
+    if null < 0:
+        raise KeyError("partition summaries have no contains_null (field 509)")
+    return tuple(FieldSummary(s[null], None if nan < 0 else s[nan],
+                              None if lower < 0 else s[lower], None if upper < 0 else s[upper])
+                 for s in partitions)
 
 
 def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
