@@ -77,14 +77,15 @@ class ManifestEvaluator:
             raise CorruptFile(f"Manifest {manifest.manifest_path}: bad partition summary: "
                               f"{e}") from e
         if summaries is not None:
-            if len(self._verdicts) >= _VERDICTS_LIMIT:
+            if len(self._verdicts) >= _KEPT_LIMIT:
                 self._verdicts.clear()
             self._verdicts[summaries] = verdict
         return verdict
 
 
-_VERDICTS_LIMIT = 4096
-"""Distinct summaries whose verdicts an evaluator keeps (then it forgets them all)."""
+_KEPT_LIMIT = 4096
+"""Distinct summaries (and bounds) whose verdicts (and values) an evaluator keeps, at most;
+then it forgets them all."""
 
 
 class _SummaryVisitor(BoundVisitor[bool]):
@@ -131,7 +132,7 @@ class _SummaryVisitor(BoundVisitor[bool]):
             return decode_bounds(t, lower, upper)
         if found is None:
             found = decode_bounds(t, lower, upper)
-            if len(self._bounds) >= _VERDICTS_LIMIT:
+            if len(self._bounds) >= _KEPT_LIMIT:
                 self._bounds.clear()
             self._bounds[key] = found
         return found

@@ -226,13 +226,13 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
         rows = (row for block in read_blocks(reader, opened.blocks, None, location)
                 for row in block)
     fallback_snapshot = opened.metadata.get("snapshot-id")
-    indexes = (summary.get(509, -1), summary.get(518, -1), summary.get(510, -1),
-               summary.get(511, -1))
+    positions = (summary.get(509, -1), summary.get(518, -1), summary.get(510, -1),
+                 summary.get(511, -1))
     summaries: dict[tuple[Any, ...], tuple[FieldSummary, ...]] = {}
     out = []
     for row in rows:
         try:
-            out.append(_manifest_file(row, indexes, fallback_snapshot, summaries))
+            out.append(_manifest_file(row, positions, fallback_snapshot, summaries))
         except DECODING_ERRORS as e:
             raise CorruptFile(f"Manifest list {location} has an invalid entry: "
                               f"{type(e).__name__}: {e}") from None
@@ -290,10 +290,11 @@ def _summary_fields(schema: Any, ids: dict[int, str], location: str) -> dict[int
     return {fid: order.index(name) for fid, name in names.items()}
 
 
-def _manifest_file(row: tuple[Any, ...], summary: tuple[int, int, int, int],
+def _manifest_file(row: tuple[Any, ...], positions: tuple[int, int, int, int],
                    fallback_snapshot: str | None,
                    summaries: dict[tuple[Any, ...], tuple[FieldSummary, ...]]) -> ManifestFile:
-    """A row's manifest; ``summaries``: the partition summaries made so far, by their values
+    """A row's manifest. ``positions``: those of the summary record's fields 509, 518, 510
+    and 511 (-1: absent); ``summaries``: the partition summaries made so far, by their values
     (the manifests of a list often share them: made once, shared, as they are immutable)."""
     (path, length, spec_id, snapshot_id, content, sequence_number, min_sequence_number,
      added_files, existing_files, deleted_files, added_rows, existing_rows, deleted_rows,
@@ -303,7 +304,7 @@ def _manifest_file(row: tuple[Any, ...], summary: tuple[int, int, int, int],
             raise ValueError("added_snapshot_id is null")
         snapshot_id = int(fallback_snapshot)
     if partitions is not None:
-        partitions = _shared_summaries(partitions, summary, summaries)
+        partitions = _shared_summaries(partitions, positions, summaries)
     if content is None:  # v1: "must default to 0"
         content = 0
     if not 0 <= content < len(_CONTENTS):
@@ -319,22 +320,22 @@ def _manifest_file(row: tuple[Any, ...], summary: tuple[int, int, int, int],
 _CONTENTS = tuple(ManifestContent)
 
 
-def _shared_summaries(partitions: list[Any], summary: tuple[int, int, int, int],
+def _shared_summaries(partitions: list[Any], positions: tuple[int, int, int, int],
                       made: dict[tuple[Any, ...], tuple[FieldSummary, ...]]
                       ) -> tuple[FieldSummary, ...]:
     key = tuple(partitions)
     try:
         found = made.get(key)
     except TypeError:  # values of the wrong types: made (and checked) on their own
-        return _summaries(partitions, summary)
+        return _summaries(partitions, positions)
     if found is None:
-        found = made[key] = _summaries(partitions, summary)
+        found = made[key] = _summaries(partitions, positions)
     return found
 
 
-def _summaries(partitions: list[Any], summary: tuple[int, int, int, int]
+def _summaries(partitions: list[Any], positions: tuple[int, int, int, int]
                ) -> tuple[FieldSummary, ...]:
-    null, nan, lower, upper = summary
+    null, nan, lower, upper = positions
     if null < 0:
         raise KeyError("partition summaries have no contains_null (field 509)")
     return tuple(FieldSummary(s[null], None if nan < 0 else s[nan],
