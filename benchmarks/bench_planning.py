@@ -278,25 +278,47 @@ for name, f in filters.items():
 """
 
 
+class JavaPlanner:
+    """The Java reference planning each scan of ``metadata_file`` (through a static table:
+    its own manifest reading, worker pool and JIT), in one session timed as often as asked:
+    its JIT stays warm between timings. ``threads``: the size of its worker pool, which reads
+    the manifests of a scan in parallel (the system property ``iceberg.worker.num-threads``;
+    None: its default, the CPUs and at least 2)."""
+
+    def __init__(self, metadata_file: str, threads: int | None = None) -> None:
+        from tools.javaref.client import JavaReference  # noqa: PLC0415
+
+        home = os.path.dirname(os.path.dirname(metadata_file))
+        options = "" if threads is None else f"-Diceberg.worker.num-threads={threads}"
+        self.metadata_file = metadata_file
+        self.java = JavaReference(Path(home), Path(home) / "javaref-planning.log", options)
+
+    def times(self, repeat: int, warmup: int) -> dict[str, Any]:
+        """Each scan's best of ``repeat`` timings, after ``warmup`` untimed runs."""
+        code = (f"METADATA = {self.metadata_file!r}\nREPEAT = {repeat}\nWARMUP = {warmup}\n"
+                + JAVA_PLANNER)
+        result: dict[str, Any] = self.java.python(code)
+        return result
+
+    def close(self) -> None:
+        self.java.close()
+
+
 def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5,
                        threads: int | None = None) -> dict[str, Any]:
-    """The Java reference planning each scan of ``metadata_file`` (through a static table:
-    its own manifest reading, worker pool and JIT), after ``warmup`` untimed runs per scan.
-    ``threads``: the size of its worker pool, which reads the manifests of a scan in parallel
-    (the system property ``iceberg.worker.num-threads``; None: its default, the CPUs and at
-    least 2)."""
-    from tools.javaref.client import JavaReference  # noqa: PLC0415
-
-    home = os.path.dirname(os.path.dirname(metadata_file))
-    options = "" if threads is None else f"-Diceberg.worker.num-threads={threads}"
-    java = JavaReference(Path(home), Path(home) / "javaref-planning.log", options)
+    """:class:`JavaPlanner`'s timings of one session, after ``warmup`` untimed runs per
+    scan."""
+    java = JavaPlanner(metadata_file, threads)
     try:
-        code = (f"METADATA = {metadata_file!r}\nREPEAT = {repeat}\nWARMUP = {warmup}\n"
-                + JAVA_PLANNER)
-        result: dict[str, Any] = java.python(code)
+        return java.times(repeat, warmup)
     finally:
         java.close()
-    return result
+
+
+def best_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each scan's fastest timing among ``results`` (rounds of one system's timings)."""
+    return {scan: min((r[scan] for r in results), key=lambda t: t["seconds"])
+            for scan in FILTERS}
 
 
 # ----------------------------------------------------------------------------- workers
@@ -389,8 +411,7 @@ def uncached_runs(metadata_file: str, repeat: int, baselines: bool = True
                                          ICEPARK_AVRO_KERNEL=kernel, BENCH_INFLATE_AHEAD=ahead))
     best: dict[str, dict[str, Any]] = {}
     for name, results in runs.items():
-        best[name] = {scan: min((r[scan] for r in results), key=lambda t: t["seconds"])
-                      for scan in FILTERS}
+        best[name] = best_of(results)
         best[name]["rss_mb"] = max(r["rss_mb"] for r in results)
     return best
 
@@ -411,11 +432,39 @@ def layout_metadata(layout: str, cache: str, files: int, manifests: int) -> str:
     return metadata_file
 
 
+def interleaved(metadata_file: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """icepark's uncached runs (:func:`uncached_runs`) and, with ``--java``, the reference's
+    timings, in ``--rounds`` turns (the reference's session kept between them: warmed up
+    once), each the best over the rounds: the machine's speed drifts within minutes, and
+    turns let both systems see the same spells of it."""
+    java = JavaPlanner(metadata_file, args.java_threads) if args.java else None
+    rounds: list[dict[str, dict[str, Any]]] = []
+    timed: list[dict[str, Any]] = []
+    try:
+        for turn in range(args.rounds):
+            rounds.append(uncached_runs(metadata_file, args.repeat, not args.no_baselines))
+            if java is not None:
+                timed.append(java.times(args.repeat, 5 if turn == 0 else 1))
+    finally:
+        if java is not None:
+            java.close()
+    out: dict[str, dict[str, Any]] = {}
+    for name in rounds[0]:
+        out[name] = best_of([r[name] for r in rounds])
+        out[name]["rss_mb"] = max(r[name]["rss_mb"] for r in rounds)
+    if timed:
+        out["java"] = best_of(timed)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true",
                         help="also the 1,000,000-file table (about a minute to write once)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="turns of icepark's uncached runs and the reference's timings "
+                             "(each reported as its best over the turns)")
     parser.add_argument("--cache", default="/tmp/icepark-bench-planning")
     parser.add_argument("--layouts", default=",".join(LAYOUTS),
                         help="whose writers wrote the manifests (icepark, pyiceberg, java)")
@@ -444,11 +493,10 @@ def main() -> None:
             metadata_file = layout_metadata(layout, args.cache, files, manifests)
             runs = {"cached": run_worker("icepark", metadata_file, args.repeat,
                                          ICEPARK_PLANNING_WORKERS="1"),
-                    **uncached_runs(metadata_file, args.repeat, not args.no_baselines)}
+                    **interleaved(metadata_file, args)}
+            java = runs.pop("java", None)
             theirs = (None if args.no_pyiceberg
                       else run_worker("pyiceberg", metadata_file, args.repeat))
-            java = (java_planner_times(metadata_file, args.repeat, threads=args.java_threads)
-                    if args.java else None)
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
@@ -484,9 +532,13 @@ def main() -> None:
           "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
           "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
           "or with the manifests read ahead left deflated for the decoding thread to inflate "
-          "(inflated while decoding), each the best of two processes run in turns; cached: "
-          "repeated scans reuse the decoded manifests (the default). Java: the reference "
-          "after 5 warm-up runs per scan, its worker pool "
+          "(inflated while decoding), each the best of two processes run in turns"
+          + (f", in {args.rounds} rounds alternating with the reference's timings (the best "
+             "over the rounds, for both)" if args.rounds > 1 else "")
+          + "; cached: repeated scans reuse the decoded manifests (the default). Java: the "
+          "reference after 5 warm-up runs per scan"
+          + (" (and one more before each later round)" if args.rounds > 1 else "")
+          + ", its worker pool "
           + ("a thread per CPU, at least 2" if args.java_threads is None
              else f"{args.java_threads} thread(s)") + ".\n")
     print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
