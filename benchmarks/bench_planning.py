@@ -434,17 +434,22 @@ def layout_metadata(layout: str, cache: str, files: int, manifests: int) -> str:
 
 def interleaved(metadata_file: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """icepark's uncached runs (:func:`uncached_runs`) and, with ``--java``, the reference's
-    timings, in ``--rounds`` turns (the reference's session kept between them: warmed up
-    once), each the best over the rounds: the machine's speed drifts within minutes, and
-    turns let both systems see the same spells of it."""
+    timings, in ``--rounds`` turns, each the best over the rounds: the machine's speed drifts
+    within minutes, and turns let both systems see the same spells of it. Each round starts
+    the reference afresh, warmed up by five untimed runs per scan (the issue's protocol; its
+    JIT keeps getting faster with more: ``--keep-java`` keeps one session for all rounds)."""
     java = JavaPlanner(metadata_file, args.java_threads) if args.java else None
     rounds: list[dict[str, dict[str, Any]]] = []
     timed: list[dict[str, Any]] = []
     try:
         for turn in range(args.rounds):
             rounds.append(uncached_runs(metadata_file, args.repeat, not args.no_baselines))
-            if java is not None:
-                timed.append(java.times(args.repeat, 5 if turn == 0 else 1))
+            if java is None:
+                continue
+            if turn and not args.keep_java:
+                java.close()
+                java = JavaPlanner(metadata_file, args.java_threads)
+            timed.append(java.times(args.repeat, 5 if turn == 0 or not args.keep_java else 1))
     finally:
         if java is not None:
             java.close()
@@ -465,6 +470,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="turns of icepark's uncached runs and the reference's timings "
                              "(each reported as its best over the turns)")
+    parser.add_argument("--keep-java", action="store_true",
+                        help="one reference session for every round (warmed up once, then "
+                             "by each round's runs), instead of a fresh one per round")
     parser.add_argument("--cache", default="/tmp/icepark-bench-planning")
     parser.add_argument("--layouts", default=",".join(LAYOUTS),
                         help="whose writers wrote the manifests (icepark, pyiceberg, java)")
@@ -537,7 +545,9 @@ def main() -> None:
              "over the rounds, for both)" if args.rounds > 1 else "")
           + "; cached: repeated scans reuse the decoded manifests (the default). Java: the "
           "reference after 5 warm-up runs per scan"
-          + (" (and one more before each later round)" if args.rounds > 1 else "")
+          + ((" in a fresh session each round" if not args.keep_java else
+              " (one session for every round, one more warm-up run before each later round)")
+             if args.rounds > 1 else "")
           + ", its worker pool "
           + ("a thread per CPU, at least 2" if args.java_threads is None
              else f"{args.java_threads} thread(s)") + ".\n")
