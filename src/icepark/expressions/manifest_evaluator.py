@@ -64,22 +64,22 @@ class ManifestEvaluator:
             raise ValidationError(
                 f"Manifest {manifest.manifest_path} has {len(summaries)} partition summaries "
                 f"but spec {self.spec.spec_id} has {len(self.spec.fields)} fields")
+        key: tuple[FieldSummary, ...] | None = summaries
         try:
             known = self._verdicts.get(summaries)
         except TypeError:  # a summary of unhashable values: bad, and reported below
-            known = summaries = None
+            known = key = None
         if known is not None:
             return known
         try:
-            verdict = visit(self.partition_filter,
-                            _SummaryVisitor(manifest.partitions or (), self._bounds))
+            verdict = visit(self.partition_filter, _SummaryVisitor(summaries, self._bounds))
         except ValidationError as e:
             raise CorruptFile(f"Manifest {manifest.manifest_path}: bad partition summary: "
                               f"{e}") from e
-        if summaries is not None:
+        if key is not None:
             if len(self._verdicts) >= _KEPT_LIMIT:
                 self._verdicts.clear()
-            self._verdicts[summaries] = verdict
+            self._verdicts[key] = verdict
         return verdict
 
 

@@ -206,7 +206,8 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
     cached by the schema's text: a table's lists share one), or by fastavro for a schema it
     cannot compile."""
     with file_io.new_input(location).open() as stream:
-        opened = open_blocks(BytesIO(stream.read()), location)
+        content = stream.read()
+    opened = open_blocks(BytesIO(content), location)
     ids = field_names(opened.schema, location)
     missing = {500, 501, 502} - set(ids)
     if missing:
@@ -221,7 +222,7 @@ def read_manifest_list(file_io: FileIO, location: str) -> list[ManifestFile]:
     except UnsupportedFeature:
         reader = None
     if reader is None:
-        rows: Iterable[tuple[Any, ...]] = _rows_of_records(file_io, location, ids)
+        rows: Iterable[tuple[Any, ...]] = _rows_of_records(content, location, ids)
     else:
         rows = (row for block in read_blocks(reader, opened.blocks, None, location)
                 for row in block)
@@ -253,18 +254,20 @@ def _compiled(schema_text: bytes, ids: tuple[tuple[int, str], ...]) -> BlockRead
     return compile_reader(writer_schema(schema_text), wanted)
 
 
-def _rows_of_records(file_io: FileIO, location: str, ids: dict[int, str]
+def _rows_of_records(content: bytes, location: str, ids: dict[int, str]
                      ) -> Iterator[tuple[Any, ...]]:
-    """The rows :func:`_compiled` reads, decoded by fastavro."""
-    with file_io.new_input(location).open() as stream:
-        reader = open_reader(stream, location)
-        fields = _summary_record_names(reader.schema, ids)
-        for record in reader.records:
-            summaries = record.get(ids[507]) if 507 in ids else None
-            yield (*(record.get(ids[fid]) if fid in ids else None for fid in _ROW[:13]),
-                   None if summaries is None else [tuple(s.get(n) for n in fields)
-                                                   for s in summaries],
-                   *(record.get(ids[fid]) if fid in ids else None for fid in _ROW[14:]))
+    """The rows :func:`_compiled` reads, decoded by fastavro from the list's ``content``."""
+    reader = open_reader(BytesIO(content), location)
+    fields = _summary_record_names(reader.schema, ids)
+
+    def value(record: dict[str, Any], fid: int) -> Any:
+        found = record.get(ids[fid]) if fid in ids else None
+        if fid != 507 or found is None:
+            return found
+        return [tuple(s.get(n) for n in fields) for s in found]  # as the compiled reader
+
+    for record in reader.records:
+        yield tuple(value(record, fid) for fid in _ROW)
 
 
 def _summary_record(schema: Any, ids: dict[int, str]) -> Any:
@@ -284,9 +287,8 @@ def _summary_fields(schema: Any, ids: dict[int, str], location: str) -> dict[int
     """Field ID -> position of the ``field_summary`` record's fields."""
     if 507 not in ids:
         return {}
-    record = _summary_record(schema, ids)
-    names = field_names(record, location)  # not a record: CorruptFile
-    order = [f["name"] for f in record["fields"]]
+    names = field_names(_summary_record(schema, ids), location)  # not a record: CorruptFile
+    order = _summary_record_names(schema, ids)
     return {fid: order.index(name) for fid, name in names.items()}
 
 
