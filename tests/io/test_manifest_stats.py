@@ -227,3 +227,42 @@ def test_files_are_those_of_the_live_entries(  # noqa: PLR0917 - fixtures
     assert [e.data_file for block in blocks for e in block] == live
     files = list(read_manifest_files(file_io, manifest, stats=stats))
     assert [f for block in files for f in block] == live and len(live) == 7
+
+
+@pytest.mark.parametrize("files_only", [False, True])
+def test_maps_for_the_filter_alone_stay_only_with_undecided_files(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str, files_only: bool) -> None:
+    """``Stats.for_filter``: the compiled readers (row by row here: the filter has no test of
+    a whole block) pass the maps on only for files the filter leaves undecided (None); the
+    generic reader keeps them all. The same files are kept either way."""
+    files = [data_file(i) for i in range(12)]
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2, files)
+    stats = Stats.for_filter({1, 2})
+    verdicts = {0: True, 1: None, 2: False}  # by null count of column 2 (the file's number)
+
+    def by_number(m: FileMetrics) -> bool | None:
+        return verdicts[(m.null_value_counts or {})[2] % 3]
+
+    expected = [f for f in (e.data_file for e in read_manifest(
+        file_io, manifest, stats=Stats.for_columns({1, 2}), discard_deleted=True))
+        if verdicts[(f.null_value_counts or {})[2] % 3] is not True]
+    if files_only:
+        got = [f for block in read_manifest_files(file_io, manifest, stats=stats,
+                                                  metrics_filter=by_number) for f in block]
+    else:
+        got = [e.data_file for e in read_manifest(file_io, manifest, stats=stats,
+                                                  metrics_filter=by_number,
+                                                  discard_deleted=True)]
+    undecided = [(f.null_value_counts or {})[2] % 3 == 1 for f in expected]
+    assert 0 < sum(undecided) < len(expected) == len(got)
+    if decoder == "generic":
+        assert got == expected
+    else:
+        assert got == [f if unsure else _without(f, NO_STATS)
+                       for f, unsure in zip(expected, undecided, strict=True)]
+    # without a filter to decide them, every file keeps the maps
+    kept = list(read_manifest(file_io, manifest, stats=stats, discard_deleted=True))
+    assert [e.data_file for e in kept] == [
+        e.data_file for e in read_manifest(file_io, manifest, stats=Stats.for_columns({1, 2}),
+                                           discard_deleted=True)]

@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from icepark.io.avro import native
+from icepark.io.fileio import ArrowFileIO
 from icepark.spec.bounds import to_bytes
-from icepark.spec.types import LONG
+from icepark.spec.types import INT, LONG
 from icepark.table.scan.incremental import IncrementalAppendScan
 from icepark.table.scan.scan import presence_columns
-from tests.table.scan_fixtures import ScanTable, long_bounds, name_of
+from tests.table.scan_fixtures import ScanTable, long_bounds, name_of, unpartitioned
 
 METRIC_NAMES = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
                 "distinct_counts", "lower_bounds", "upper_bounds")
@@ -103,3 +107,34 @@ def test_identity_partition_sources_keep_their_counts(tmp_path: Path) -> None:
     incremental = IncrementalAppendScan(t.metadata, t.io, t.current().parent_snapshot_id)
     [appended] = [x.data_file for x in incremental.plan_files_iter()]  # the same, appended
     assert appended.value_counts == {2: 5} and appended.column_sizes is None
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_filter_metrics_the_reader_decided_are_not_carried_unless_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: bool) -> None:
+    """A filter the manifest reader tests itself (a comparison of a long column) leaves the
+    planned files without its column's metrics, as the Java planner does, but for a file it
+    could not decide (bounds of the column before it was promoted from int), which the
+    evaluator tests; asked for, they are carried, and ``count()`` asks. (Decoded manifests
+    kept in the manifest cache keep the maps: each scan filters them again.)"""
+    monkeypatch.setattr(native, "MIN_RECORDS", 0 if kernel else 10**12)  # a block at once
+    t = ScanTable(tmp_path, unpartitioned)
+    t.io = ArrowFileIO({"io.manifest.cache-enabled": "false"})  # decoded by each scan
+    promoted = {**_full_metrics(0), "lower_bounds": {1: to_bytes(INT, 40)},
+                "upper_bounds": {1: to_bytes(INT, 49)}}
+    t.append(*(t.file(f"f{i}", **_full_metrics(i * 10)) for i in range(6)),
+             t.file("old", **promoted))
+    scan = t.scan(row_filter="id >= 30")
+    tasks = {name_of(x.data_file): x.data_file for x in scan.plan_files()}
+    assert sorted(tasks) == ["f3", "f4", "f5", "old"]
+    assert all(getattr(f, n) is None for name, f in tasks.items() if name != "old"
+               for n in METRIC_NAMES)
+    assert tasks["old"].lower_bounds == {1: to_bytes(INT, 40)}
+    assert scan.filter_columns() == {1}
+    asked = {name_of(x.data_file): x.data_file
+             for x in scan.plan_files(stats_columns=scan.filter_columns())}
+    assert sorted(asked) == sorted(tasks)
+    assert all(f.lower_bounds == {1: to_bytes(LONG, int(name[1:]) * 10)}
+               for name, f in asked.items() if name != "old")
+    assert scan.count() == 40
+    assert t.scan(row_filter="id >= 31").count() is None

@@ -110,7 +110,7 @@ def plan_rows(scan: DataScan, max_bytes: int) -> LocalPlan:
     all_match = _AllMatch(scan.schema())
     tasks: list[FileScanTask] = []
     total = sure_rows = 0
-    for task in scan.plan_files():
+    for task in scan.plan_files(stats_columns=scan.filter_columns()):
         if scan.limit is not None and sure_rows >= scan.limit:
             break
         total += weight(task.data_file, task.delete_files)
@@ -128,7 +128,7 @@ def plan_count(scan: DataScan, max_bytes: int) -> LocalPlan:
     all_match = _AllMatch(scan.schema())
     tasks: list[FileScanTask] = []
     total = counted = 0
-    for task in scan.plan_files():
+    for task in scan.plan_files(stats_columns=scan.filter_columns()):
         if all_match(task):
             counted += task.data_file.record_count
             continue

@@ -71,8 +71,13 @@ class Finish:
     """The check of a whole block at once, for the kernel's reader
     (:mod:`icepark.io.avro.native`): given ``ctx`` and the block's items (``count``, ``data``
     and ``pairs(i)``: numpy arrays of row, key, value and value end of the wanted Iceberg map
-    numbered ``i``, None when the kernel did not read it), a numpy array of the rows
-    ``check`` would reject, or None to run ``check`` row by row."""
+    numbered ``i``, None when the kernel did not read it), two numpy arrays: of the rows
+    ``check`` would reject and of those it would leave undecided (``rejected`` None); or None
+    to run ``check`` row by row."""
+    unsure_only: tuple[int, ...] = ()
+    """The wanted values the body reads (never assigns) only for a record the check left
+    undecided (``rejected`` None): for the others they read as None, and the kernel's reader
+    does not make their columns for a block the check decided entirely."""
 
 
 class _Reader(Emitter):
@@ -326,7 +331,11 @@ def compile_reader(schema: Any, wanted: Mapping[Path, Converter | None], *,
         check: list[str] = []
         if root.check_paths is not None:  # not emitted yet: after every field, then
             check = [*finish.check, "if rejected:", "    continue"]
-        body = [line.format(*outputs) for line in (*check, *finish.body)]
+        check = [line.format(*outputs) for line in check]
+        if finish.check:
+            for i in finish.unsure_only:
+                outputs[i] = f"({outputs[i]} if rejected is None else None)"
+        body = [*check, *(line.format(*outputs) for line in finish.body)]
         prologue = finish.prologue
         root.consts.update(finish.consts)
     source = "\n".join([

@@ -37,7 +37,7 @@ import ast
 import importlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from icepark.errors import UnsupportedFeature
@@ -117,6 +117,38 @@ def native_reader(schema: Any, wanted: Mapping[Path, Any], *, gate: Path | None 
     return _assemble(program, wanted, names, gate, finish)
 
 
+def _indented(lines: str) -> str:
+    return "    " + lines.replace("\n", "\n    ")
+
+
+def _rows_loop(program: Program, names: dict[Path, str], finish: Any,
+               loop: Callable[..., str], paths: list[Path], *,
+               unsure_only: Sequence[Path] = ()) -> str:
+    """The loop over a block's kept rows, over the columns of ``paths`` (the wanted paths, or
+    some of them: the others are None), decoding spans and running the finish. The values of
+    ``unsure_only`` are passed on only for rows the check left undecided, which the list
+    ``unsure`` flags."""
+    outputs = [f"({names[p]} if rejected is None else None)" if p in unsure_only else names[p]
+               for p in names]
+    rest = [p for p in paths if p in program.columns or p in program.spans]
+    body = [f"{names[p]} = d[{names[p]}:{names[p]}_end].decode()" for p in paths
+            if p in program.spans]
+    if unsure_only:
+        body.append("rejected = None if flag else False")
+    if finish is None:
+        body.append(f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))")
+    else:
+        body += [line.format(*outputs) for line in finish.body]
+    # a field the block does not have is None in every row: set once, unless a row may set it
+    absent = [names[p] for p in names if p not in rest]
+    assigned = {n.id for n in ast.walk(ast.parse("\n".join(body)))
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    lines = [f"    {n} = None" for n in absent if n not in assigned]
+    body[:0] = [f"{n} = None" for n in absent if n in assigned]
+    return "\n".join([*lines, loop(rest, body, kept=False,
+                                   flags="unsure" if unsure_only else None)])
+
+
 def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, str],
               gate: Path | None, finish: Any) -> Callable[..., list[Any]]:
     """The reader: the kernel's run; the gate over its column and the check over the
@@ -138,15 +170,16 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
     check_reads = [p for i, p in enumerate(paths) if checked and i in finish.check_reads]
     check_paths = [p for p in check_reads if p in program.columns]
 
-    def loop(over: list[Path], body: list[str], kept: bool) -> str:
-        """A loop over the rows of the columns of ``over`` (and of their row numbers)."""
+    def loop(over: list[Path], body: list[str], kept: bool, flags: str | None = None) -> str:
+        """A loop over the rows of the columns of ``over`` (and of their row numbers, or of
+        the list named ``flags``, as ``flag``)."""
         loop_names = [n for p in over for n in ((names[p], f"{names[p]}_end")
                                                 if p in program.spans else (names[p],))]
-        if kept:
-            loop_names.insert(0, "row")
+        lead = "range(block.count), " if kept else f"{flags}, " if flags else ""
+        if kept or flags:
+            loop_names.insert(0, "row" if kept else "flag")
         head = (f"for {', '.join(loop_names)}{',' if len(loop_names) == 1 else ''} in "
-                f"zip({'range(block.count), ' if kept else ''}*columns(block, "
-                f"{[paths.index(p) for p in over]})):")
+                f"zip({lead}*columns(block, {[paths.index(p) for p in over]})):")
         if not loop_names:
             head = "for _ in range(block.count):"
         return "\n".join([f"    {head}", *(f"        {line}" for line in body)])
@@ -156,31 +189,30 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
              "    block = run(d, count)"]
     if gate is not None:  # a gate on a field the schema does not have sees None
         parts.append(f"    block.select(gated(gate, block, {paths.index(gate)}))")
+    unsure_only = [paths[i] for i in finish.unsure_only] if checked else []
     if checked:
         missing = [f"{names[p]} = None" for p in check_reads if p not in program.columns]
-        parts += ["    kept = at_once(ctx, block)",
+        parts += ["    kept, unsure = at_once(ctx, block)",
                   "    if kept is None:",
-                  "        kept = []",
+                  "        kept, unsure = [], []",
                   "    " + loop(check_paths, [*missing, *(line.format(*outputs)
                                                         for line in finish.check),
-                                             "if not rejected:", "    kept.append(row)"],
+                                             "if not rejected:", "    kept.append(row)",
+                                             *(["    unsure.append(rejected is None)"]
+                                               if unsure_only else [])],
                               kept=True).replace("\n", "\n    "),
                   "    block.select(kept)"]
-    rest = [p for p in paths if p in program.columns or p in program.spans]
-    body = [f"{names[p]} = d[{names[p]}:{names[p]}_end].decode()" for p in paths
-            if p in program.spans]
-    if finish is None:
-        body.append(f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))")
-    else:
-        body += [line.format(*outputs) for line in finish.body]
-    # a field the block does not have is None in every row: set once, unless a row may set it
-    absent = [names[p] for p in paths if p not in rest]
-    assigned = {n.id for n in ast.walk(ast.parse("\n".join(body)))
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    parts += [f"    {n} = None" for n in absent if n not in assigned]
-    body[:0] = [f"{n} = None" for n in absent if n in assigned]
-    parts += ["    out = []", "    append = out.append", loop(rest, body, kept=False),
-              "    return out"]
+    parts += ["    out = []", "    append = out.append"]
+    if not unsure_only:
+        parts.append(_rows_loop(program, names, finish, loop, paths))
+    else:  # the values only undecided rows read are made only for a block that has some
+        parts += ["    if any(unsure):",
+                  _indented(_rows_loop(program, names, finish, loop, paths,
+                                       unsure_only=unsure_only)),
+                  "    else:",
+                  _indented(_rows_loop(program, names, finish, loop,
+                                       [p for p in paths if p not in unsure_only]))]
+    parts.append("    return out")
     source = "\n".join(parts)
 
     def run_kernel(d: bytes, count: int) -> Block:
@@ -212,13 +244,18 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
             return [row for row, v in enumerate(values) if test(v)]
         return [row for row, v in enumerate(values) if verdicts[v]]
 
-    def at_once(ctx: Any, block: Block) -> list[int] | None:
-        """The rows the finish's ``check_all`` keeps, or None: check row by row."""
+    def at_once(ctx: Any, block: Block) -> tuple[list[int] | None, list[bool] | None]:
+        """The rows the finish's ``check_all`` keeps, and whether each is undecided; or
+        None, None: check row by row."""
         check_all = finish.check_all
         if check_all is None:
-            return None
-        rejected = check_all(ctx, Items(block))
-        return None if rejected is None else np.flatnonzero(~rejected).tolist()
+            return None, None
+        found = check_all(ctx, Items(block))
+        if found is None:
+            return None, None
+        rejected, unsure = found
+        kept = np.flatnonzero(~rejected)
+        return kept.tolist(), unsure[kept].tolist()
 
     class Items:
         """What a check of a whole block reads: the block's bytes, its row count and the

@@ -74,6 +74,10 @@ class Stats:
 
     maps: frozenset[int]
     columns: frozenset[int] | None = None
+    filter_only: bool = False
+    """Whether the maps are decoded for the metrics filter alone: a compiled reader applying
+    one passes them on (in the files it returns) only for the files the filter leaves
+    undecided (the caller's evaluator decides those); every other file has None for them."""
 
     @staticmethod
     def for_columns(columns: frozenset[int] | set[int]) -> Stats:
@@ -81,6 +85,14 @@ class Stats:
         if not columns:
             return NO_STATS
         return Stats(FILTER_METRICS, frozenset(columns))
+
+    @staticmethod
+    def for_filter(columns: frozenset[int] | set[int]) -> Stats:
+        """The maps a metrics filter needs, of those columns only, for the filter alone
+        (``filter_only``)."""
+        if not columns:
+            return NO_STATS
+        return Stats(FILTER_METRICS, frozenset(columns), filter_only=True)
 
 
 ALL_STATS = Stats(frozenset(METRIC_FIELDS))
@@ -165,16 +177,19 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
     wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None, at(143): None,
                    at(142): None, at(144): None, at(145): None})
     return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
-                          finish=_finish(3 in top, spec_id, checked, files_only))
+                          finish=_finish(3 in top, spec_id, checked, files_only,
+                                         stats.filter_only))
 
 
-def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
+def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
+            filter_only: bool) -> Finish:
     """Each row (see :func:`compiled_entries`) to a :class:`ManifestEntry` (or, with
     ``files_only``, its :class:`DataFile`), inlined into the reader: *Sequence Number
     Inheritance*, *First Row ID Inheritance* (as
     :class:`~icepark.spec.manifest.RowIdAssigner`, whose counter is in ``ctx``), DELETED
     entries and the metrics filter (the reader's ``ctx``: see :func:`compiled_entry_blocks`),
-    then the checks :class:`DataFile` makes."""
+    then the checks :class:`DataFile` makes. With ``filter_only``, a file keeps its metric
+    maps only if the filter left it undecided."""
     inherit = () if files_only else (
         *(() if v2 else ("{2} = {3} = 0",)),  # "sequence_number must default to 0", file too
         "if {1} is None:",
@@ -228,12 +243,14 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool) -> Finish:
               "_POSITION": FileContent.POSITION_DELETES}
     return Finish(("inherited, manifest_seq, always, metrics, view, discard, rows = ctx",),
                   tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16),
-                  _rejected_at_once if checked else None)
+                  _rejected_at_once if checked else None,
+                  tuple(range(10, 17)) if filter_only else ())
 
 
 def _rejected_at_once(ctx: Any, block: Any) -> Any:
-    """The entries of a block the metrics filter in ``ctx`` rejects, found for the whole block
-    at once (see :class:`~icepark.io.avro.compiled.Finish`), when the filter is a
+    """The entries of a block the metrics filter in ``ctx`` rejects, and those it leaves
+    undecided, found for the whole block at once (see
+    :class:`~icepark.io.avro.compiled.Finish`), when the filter is a
     conjunction test with ``columns`` (:func:`icepark.table.scan.prefilter.metrics_prefilter`:
     field ID, bound width, unpack, the greatest lower bound and least upper bound a matching
     file can have), else None. The same rules as the test applied to each entry: a column
@@ -244,7 +261,7 @@ def _rejected_at_once(ctx: Any, block: Any) -> Any:
 
     metrics = ctx[3]
     if metrics is None:
-        return np.zeros(block.count, dtype=bool)
+        return np.zeros(block.count, dtype=bool), np.zeros(block.count, dtype=bool)
     columns = getattr(metrics, "columns", None)
     maps = [block.pairs(i) for i in (11, 12, 15, 16)]  # value and null counts, bounds
     if columns is None or any(m is None for m in maps):
@@ -286,7 +303,7 @@ def _rejected_at_once(ctx: Any, block: Any) -> Any:
         if above is not None:
             outside |= high_has & (upper < above)
         proven |= empty | (ordered & outside)
-    return proven & ~undecided
+    return proven & ~undecided, undecided
 
 
 class FileMetrics(Protocol):

@@ -188,7 +188,9 @@ def _plan(spark: SparkSession, table: Table, expr: Expr, branch: str) -> _Plan |
     names = sorted(n for i in referenced_ids(bound) if (n := schema.find_column_name(i)))
     # v3: the rows a rewrite moves keep their lineage, so their files' first row IDs and
     # data sequence numbers are planned too
-    tasks = list(plan_files(spark, scan, row_lineage=metadata.format_version >= 3))
+    # the files' metrics of the filter's columns tell which files match entirely
+    tasks = list(plan_files(spark, scan, stats_columns=referenced_ids(bound),
+                            row_lineage=metadata.format_version >= 3))
     if not tasks:
         return None
     matches = FileFilter(metadata, expr)

@@ -149,7 +149,8 @@ class ManifestPlanner:
         self.include_column_stats = include_column_stats
         refs = referenced_ids(bound)
         self.filter_columns = frozenset(refs)
-        """The columns the filter reads: their metrics are decoded to evaluate it."""
+        """The columns the filter reads: their metrics are decoded to evaluate it (and kept
+        in the planned files only when asked for: see :meth:`data_stats`)."""
         self.stats_columns = frozenset(stats_columns) | presence_columns(metadata, schema)
         """More columns whose metrics the planned files keep: the caller's, and the
         :func:`presence_columns`, by which readers tell whether a file stores a column."""
@@ -333,11 +334,20 @@ class ManifestPlanner:
         """The metric maps decoded into data files: all of them when the planner includes
         column stats; else those of the filter's columns, which its metrics evaluation reads,
         and of the equality delete columns, by which equality deletes are matched to files,
-        and of the ``stats_columns`` asked for (the Java planner, too, keeps no column stats in
-        tasks unless asked)."""
+        and of the ``stats_columns`` asked for. When the files need no column's (no
+        equality deletes, no ``stats_columns``) and the filter has a test the manifest reader
+        applies (:mod:`~icepark.table.scan.prefilter`), the filter's are decoded for that test
+        alone (``Stats.filter_only``): a compiled reader leaves them out of the files it
+        decides, and passes them on with the files it leaves to the evaluator (manifests
+        kept decoded in the cache keep them: each scan filters those again). Building them
+        into every planned file costs more than decoding them (the Java planner, too, keeps
+        no column stats in tasks unless asked)."""
         if self.include_column_stats:
             return ALL_STATS
-        return Stats.for_columns(self.filter_columns | index.equality_ids | self.stats_columns)
+        kept = index.equality_ids | self.stats_columns
+        if not kept and self._cannot_match is not None:
+            return Stats.for_filter(self.filter_columns)
+        return Stats.for_columns(self.filter_columns | kept)
 
     def tasks(self, manifest: ManifestFile, index: DeleteIndex,
               added_by: frozenset[int] | None = None, file_io: FileIO | None = None

@@ -279,6 +279,11 @@ class TableScan:
                                include_column_stats=include_column_stats,
                                stats_columns=stats_columns, row_lineage=row_lineage)
 
+    def filter_columns(self) -> frozenset[int]:
+        """The IDs of the columns the scan's filter reads (whose metrics a caller asks
+        :meth:`plan_files` for to test the planned files against the filter again)."""
+        return self.planner().filter_columns
+
     def plan_files(self, *, include_column_stats: bool = False,
                    stats_columns: Iterable[int] = (),
                    row_lineage: bool = False) -> Iterator[FileScanTask]:
@@ -287,8 +292,12 @@ class TableScan:
         A manifest missing from storage raises ``FileNotFound`` naming it.
 
         The data files of the tasks carry the value, null and NaN counts and bounds of the
-        filter's columns, of the equality delete columns, of the :func:`presence_columns`
-        and of ``stats_columns`` (column IDs) only, their other metrics None; with
+        equality delete columns, of the :func:`presence_columns` and of ``stats_columns``
+        (column IDs) only, their other metrics None; the filter's columns' metrics may be
+        left out too (they are when the manifest reader's own test of the filter decided the
+        file: see :meth:`ManifestPlanner.data_stats
+        <icepark.table.scan.planner.ManifestPlanner.data_stats>`), so a caller testing the
+        files against the filter again passes :meth:`filter_columns`; with
         ``include_column_stats`` every metric map of every column. Decoding every column's
         metrics is most of the cost of reading a manifest. Delete files keep all of theirs.
         With ``row_lineage``, the data files carry their inherited ``first_row_id`` and the
@@ -317,7 +326,7 @@ class TableScan:
         schema = self.schema()
         strict: dict[Expr, StrictMetricsEvaluator] = {}
         total = 0
-        for task in self.plan_files():
+        for task in self.plan_files(stats_columns=self.filter_columns()):
             if task.delete_files:
                 return None
             residual = task.residual
