@@ -266,3 +266,36 @@ def test_maps_for_the_filter_alone_stay_only_with_undecided_files(  # noqa: PLR0
     assert [e.data_file for e in kept] == [
         e.data_file for e in read_manifest(file_io, manifest, stats=Stats.for_columns({1, 2}),
                                            discard_deleted=True)]
+
+
+@pytest.mark.parametrize("settle", ["all", "some"])
+def test_a_gate_that_settles_every_record_spares_the_metrics_filter(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        decoder: str, settle: str) -> None:
+    """A partition filter returning SETTLED says every row of the file matches: the kernel's
+    reader then skips the metrics filter of a block whose every kept record is settled (its
+    files come out without the maps decoded for the filter alone); the generated Python
+    reader (small blocks) and the generic one run it anyway. A block with records the gate
+    only keeps is checked whole."""
+    files = [data_file(i) for i in range(12)]
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2, files)
+    called: list[int] = []
+
+    def rejects_all(_: FileMetrics) -> bool:
+        called.append(1)
+        return True
+
+    def gate(partition: tuple[Any, ...]) -> int:
+        if settle == "all" or partition[0]:  # the even files
+            return native.SETTLED
+        return True
+
+    got = [f for block in read_manifest_files(
+        file_io, manifest, stats=Stats.for_filter({1}), partition_filter=gate,
+        metrics_filter=rejects_all) for f in block]
+    if decoder == "kernel" and settle == "all":
+        assert not called
+        assert got == [_without(e.data_file, NO_STATS) for e in read_manifest(
+            file_io, manifest, discard_deleted=True)]
+    else:
+        assert called and got == []

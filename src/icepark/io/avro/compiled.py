@@ -44,7 +44,7 @@ class BlockReader(Protocol):
     ``gate`` rejects. Raises ``ValueError`` (or ``IndexError``, ``UnicodeDecodeError``,
     ``struct.error``) when the data does not hold exactly ``count`` records of the schema."""
 
-    def __call__(self, data: bytes, count: int, gate: Callable[[Any], bool] | None,
+    def __call__(self, data: bytes, count: int, gate: Callable[[Any], int] | None,
                  ctx: Any = None, /) -> list[Any]: ...
 
 
@@ -298,10 +298,11 @@ def compile_reader(schema: Any, wanted: Mapping[Path, Converter | None], *,
     (None: every key); the values of the other keys are skipped.
 
     ``gate``, one of the wanted paths, rejects records early: when ``gate(value)`` is false
-    the rest of the record is skipped and it is left out. A wanted path missing from the schema
-    reads as None. ``finish`` replaces the tuple of each record by what its lines append.
-    ``UnsupportedFeature`` for a schema this cannot compile (the caller falls back to a generic
-    decoder). Runs of Iceberg maps are matched by the pattern of their last shape
+    the rest of the record is skipped and it is left out; when it is
+    :data:`~icepark.io.avro.native.SETTLED`, the finish's check may be skipped. A wanted path
+    missing from the schema reads as None. ``finish`` replaces the tuple of each record by what
+    its lines append. ``UnsupportedFeature`` for a schema this cannot compile (the caller falls
+    back to a generic decoder). Runs of Iceberg maps are matched by the pattern of their last shape
     (:mod:`icepark.io.avro.shape`).
     """
     root = _Reader(schema, wanted, gate, pairs or {})
@@ -366,7 +367,7 @@ def _either(python: BlockReader, kernel: Callable[..., list[Any]]) -> BlockReade
     """Large blocks read by the kernel (:mod:`icepark.io.avro.native`), small ones by the
     generated Python."""
 
-    def read(data: bytes, count: int, gate: Callable[[Any], bool] | None, ctx: Any = None,
+    def read(data: bytes, count: int, gate: Callable[[Any], int] | None, ctx: Any = None,
              /) -> list[Any]:
         if count >= native.MIN_RECORDS and native.kernel() is not None:
             return kernel(data, count, gate, ctx)
@@ -407,7 +408,7 @@ def _rest_of_enclosing(gen: _Reader, top: Any, gate: Path | None
 
 
 def read_blocks(reader: BlockReader, blocks: Iterator[tuple[int, bytes]],
-                gate: Callable[[Any], bool] | None, location: str, ctx: Any = None
+                gate: Callable[[Any], int] | None, location: str, ctx: Any = None
                 ) -> Iterator[list[Any]]:
     """Each block's records, decoded by ``reader``; ``CorruptFile`` naming ``location`` when a
     block does not hold its records."""

@@ -45,6 +45,10 @@ from icepark.io.avro.codegen import NAMESPACE
 from icepark.io.avro.columns import Block, Path
 from icepark.io.avro.program import K, Program
 
+SETTLED = 2
+"""What a gate may return (it is true) for a value whose records the finish's check would all
+pass: the check need not run for them (this reader skips it for a block whose every record's
+gate value is this)."""
 MIN_RECORDS = 64
 """Blocks of at least this many records are decoded by the kernel; smaller ones are not worth
 the arrays (and a process that reads only small manifests never imports numba)."""
@@ -188,20 +192,25 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
              *(f"    {line}" for line in (finish.prologue if finish is not None else ())),
              "    block = run(d, count)"]
     if gate is not None:  # a gate on a field the schema does not have sees None
-        parts.append(f"    block.select(gated(gate, block, {paths.index(gate)}))")
+        parts += [f"    gate_rows, settled = gated(gate, block, {paths.index(gate)})",
+                  "    block.select(gate_rows)"]
+    else:
+        parts.append("    settled = False")
     unsure_only = [paths[i] for i in finish.unsure_only] if checked else []
     if checked:
         missing = [f"{names[p]} = None" for p in check_reads if p not in program.columns]
-        parts += ["    kept, unsure = at_once(ctx, block)",
-                  "    if kept is None:",
-                  "        kept, unsure = [], []",
-                  "    " + loop(check_paths, [*missing, *(line.format(*outputs)
-                                                        for line in finish.check),
-                                             "if not rejected:", "    kept.append(row)",
-                                             *(["    unsure.append(rejected is None)"]
-                                               if unsure_only else [])],
-                              kept=True).replace("\n", "\n    "),
-                  "    block.select(kept)"]
+        parts += ["    unsure = ()",
+                  "    if not settled:",
+                  "        kept, unsure = at_once(ctx, block)",
+                  "        if kept is None:",
+                  "            kept, unsure = [], []",
+                  "        " + loop(check_paths, [*missing, *(line.format(*outputs)
+                                                            for line in finish.check),
+                                                 "if not rejected:", "    kept.append(row)",
+                                                 *(["    unsure.append(rejected is None)"]
+                                                   if unsure_only else [])],
+                                  kept=True).replace("\n", "\n        "),
+                  "        block.select(kept)"]
     parts += ["    out = []", "    append = out.append"]
     if not unsure_only:
         parts.append(_rows_loop(program, names, finish, loop, paths))
@@ -235,14 +244,18 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
                 out.append(program.columns[path](block))
         return out
 
-    def gated(test: Callable[[Any], bool], block: Block, i: int) -> list[int]:
+    def gated(test: Callable[[Any], int], block: Block, i: int) -> tuple[list[int], bool]:
+        """The rows the gate keeps, and whether it settles every one (:data:`SETTLED`)."""
         column = program.columns.get(paths[i])
         values = column(block) if column is not None else [None] * block.count
         try:  # a gate is a function of the value: once per distinct value
             verdicts = {v: test(v) for v in set(values)}
         except TypeError:
-            return [row for row, v in enumerate(values) if test(v)]
-        return [row for row, v in enumerate(values) if verdicts[v]]
+            found = [test(v) for v in values]
+            rows = [row for row, g in enumerate(found) if g]
+            return rows, all(found[row] == SETTLED for row in rows)
+        return ([row for row, v in enumerate(values) if verdicts[v]],
+                all(g == SETTLED for g in verdicts.values() if g))
 
     def at_once(ctx: Any, block: Block) -> tuple[list[int] | None, list[bool] | None]:
         """The rows the finish's ``check_all`` keeps, and whether each is undecided; or

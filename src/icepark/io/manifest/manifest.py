@@ -56,6 +56,7 @@ from icepark.io.manifest.reader import (
     ALL_STATS,
     METRIC_FIELDS,
     FileMetrics,
+    PartitionFilter,
     Stats,
     compiled_entries,
     compiled_entry_blocks,
@@ -301,14 +302,14 @@ def read_manifest_metadata(file_io: FileIO, location: str) -> ManifestMetadata:
         return _parse_metadata(open_reader(stream, location).metadata, location)
 
 
-_Filters = tuple[Callable[[tuple[Any, ...]], bool] | None,
+_Filters = tuple[PartitionFilter | None,
                  Callable[[FileMetrics], bool | None] | None]
 
 
 def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
                   specs_by_id: Mapping[int, PartitionSpec] | None = None,
                   discard_deleted: bool = False, stats: Stats = ALL_STATS,
-                  partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                  partition_filter: PartitionFilter | None = None,
                   metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
                   row_ids: bool = True) -> Iterator[ManifestEntry]:
     """Stream the entries of a manifest, with inherited snapshot IDs and sequence numbers.
@@ -335,7 +336,7 @@ def read_manifest(file_io: FileIO, manifest: ManifestFile, *,
 def read_manifest_blocks(file_io: FileIO, manifest: ManifestFile, *,
                          specs_by_id: Mapping[int, PartitionSpec] | None = None,
                          discard_deleted: bool = False, stats: Stats = ALL_STATS,
-                         partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                         partition_filter: PartitionFilter | None = None,
                          metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
                          row_ids: bool = True, cache: ManifestCache | None = None
                          ) -> Iterator[list[ManifestEntry]]:
@@ -351,7 +352,7 @@ def read_manifest_blocks(file_io: FileIO, manifest: ManifestFile, *,
 def read_manifest_files(file_io: FileIO, manifest: ManifestFile, *,
                         specs_by_id: Mapping[int, PartitionSpec] | None = None,
                         stats: Stats = ALL_STATS,
-                        partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+                        partition_filter: PartitionFilter | None = None,
                         metrics_filter: Callable[[FileMetrics], bool | None] | None = None,
                         row_ids: bool = True, cache: ManifestCache | None = None
                         ) -> Iterator[list[DataFile]]:

@@ -53,6 +53,10 @@ METRIC_FIELDS = {fid: name for fid, name, *_ in METRIC_MAPS}
 """Field ID -> name of the ``data_file`` metric maps, in :class:`DataFile` order."""
 FILTER_METRICS = frozenset({109, 110, 137, 125, 128})
 """The maps a metrics evaluator reads: value, null and NaN counts and the bounds."""
+PartitionFilter = Callable[[tuple[Any, ...]], int]
+"""A partition filter: false for a partition tuple whose entries it leaves out, else true, or
+:data:`~icepark.io.avro.native.SETTLED` when every row of such a file matches the scan's filter
+(a compiled reader may then skip its metrics filter: the file would pass it)."""
 _STATUS = tuple(EntryStatus)
 _CONTENT = tuple(FileContent)
 _DATA_FILE = trusted_constructor(DataFile)
@@ -342,7 +346,7 @@ class _RowMetrics:
 def compiled_entry_blocks(reader: BlockReader,  # noqa: PLR0917 - one caller
                           blocks: Iterator[tuple[int, bytes]],
                           manifest: ManifestFile,
-                          gate: Callable[[tuple[Any, ...]], bool] | None, location: str,
+                          gate: PartitionFilter | None, location: str,
                           counter: list[int],
                           metrics_filter: Callable[[FileMetrics], bool | None] | None = None, *,
                           discard_deleted: bool = False,

@@ -44,11 +44,11 @@ from icepark.expressions import (
     rewrite_not,
     unbind,
 )
-from icepark.io.avro.native import inflated
+from icepark.io.avro.native import SETTLED, inflated
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
-from icepark.io.manifest.reader import ALL_STATS, Stats
+from icepark.io.manifest.reader import ALL_STATS, PartitionFilter, Stats
 from icepark.io.preloaded import PreloadedFileIO
 from icepark.spec.manifest import (
     DataFile,
@@ -161,7 +161,7 @@ class ManifestPlanner:
         self._types = column_types(metadata, schema)
         self._manifest_evaluators: dict[int, ManifestEvaluator] = {}
         self._partition_tests: dict[int, Callable[[Sequence[Any]], bool] | None] = {}
-        self._gates: dict[int, Callable[[tuple[Any, ...]], bool] | None] = {}
+        self._gates: dict[int, PartitionFilter | None] = {}
         self._residual_evaluators: dict[int, ResidualEvaluator] = {}
         self._residuals: dict[tuple[int, tuple[Any, ...]], Expr] = {}
         self._metrics = None if self.always_true else InclusiveMetricsEvaluator(
@@ -208,25 +208,28 @@ class ManifestPlanner:
         self._partition_tests[spec_id] = test
         return test
 
-    def _partition_gate(self, manifest: ManifestFile
-                        ) -> Callable[[tuple[Any, ...]], bool] | None:
+    def _partition_gate(self, manifest: ManifestFile) -> PartitionFilter | None:
         """The partition test of the manifest's spec, evaluated once per distinct partition
-        tuple (a bounded cache per spec)."""
+        tuple (a bounded cache per spec): :data:`~icepark.io.manifest.reader.SETTLED` for a
+        partition whose every row matches (its residual is true: the manifest reader need not
+        test the metrics of its files, which :meth:`_matched` does not test either)."""
         spec_id = manifest.partition_spec_id
         if spec_id in self._gates:
             return self._gates[spec_id]
         test = self._partition_test(manifest)
         gate = None
         if test is not None:
-            cache: dict[tuple[Any, ...], bool] = {}
-            partition_test = test
+            cache: dict[tuple[Any, ...], int] = {}
+            partition_test, residual = test, self._residual
 
-            def gate(partition: tuple[Any, ...]) -> bool:
+            def gate(partition: tuple[Any, ...]) -> int:
                 found = cache.get(partition)
                 if found is None:
                     if len(cache) >= _RESIDUAL_CACHE_LIMIT:
                         cache.clear()
-                    found = cache[partition] = partition_test(partition)
+                    found = cache[partition] = (
+                        (SETTLED if isinstance(residual(spec_id, partition), AlwaysTrue)
+                         else True) if partition_test(partition) else False)
                 return found
 
         self._gates[spec_id] = gate
@@ -298,8 +301,10 @@ class ManifestPlanner:
         "These projections are used to calculate the residual predicates for each file"."""
         if self.always_true:
             return ALWAYS_TRUE
-        spec_id = data_file.spec_id
-        key = (spec_id, data_file.partition)
+        return self._residual(data_file.spec_id, data_file.partition)
+
+    def _residual(self, spec_id: int, partition: tuple[Any, ...]) -> Expr:
+        key = (spec_id, partition)
         found = self._residuals.get(key)
         if found is not None:
             return found
@@ -311,7 +316,7 @@ class ManifestPlanner:
             if evaluator is None:
                 evaluator = self._residual_evaluators[spec_id] = ResidualEvaluator(
                     self.schema, spec, self.row_filter, self.case_sensitive)
-            residual = unbind(evaluator.residual_for(data_file.partition))
+            residual = unbind(evaluator.residual_for(partition))
         if len(self._residuals) >= _RESIDUAL_CACHE_LIMIT:
             self._residuals.clear()
         self._residuals[key] = residual
