@@ -7,9 +7,12 @@ each block decoder; ``test_manifest_stats``: the ``kernel`` decoder)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import struct
+import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fastavro
@@ -313,3 +316,41 @@ def test_a_metrics_filter_rejects_the_same_files_at_once(
                 native.MIN_RECORDS = original
             assert got == expected, min_records
 
+
+
+class _Cycle:
+    """Garbage whose finalizer runs Python code: a collection during ``ast.parse`` runs it, and
+    the thread may switch there."""
+
+    def __del__(self) -> None:
+        total = 0
+        for i in range(20):
+            total += i
+
+
+def test_readers_compile_on_many_threads_at_once() -> None:
+    """CPython 3.11 counts the depth of the Python objects ``ast.parse`` builds in state every
+    thread shares: readers compiled on several threads at once (read-ahead threads do) failed
+    with ``SystemError: AST constructor recursion depth mismatch`` when a collection ran Python
+    code and switched threads in the middle."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": f"f{i}", "type": ["null", "long"]} for i in range(150)]}
+    wanted: dict[Any, Any] = {(f"f{i}",): None for i in range(150)}
+
+    def build(_: int) -> int:
+        for _ in range(15):
+            for _ in range(30):
+                garbage = _Cycle()
+                garbage.me = garbage  # type: ignore[attr-defined]  # a cycle
+            native.native_reader(schema, wanted)
+        return 1
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(20)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            assert sum(pool.map(build, range(16))) == 16
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)

@@ -56,6 +56,11 @@ the arrays (and a process that reads only small manifests never imports numba)."
 
 # ----------------------------------------------------------------------------- the kernel
 
+_AST_LOCK = threading.Lock()
+"""Held while ``ast.parse`` builds Python objects: CPython 3.11 counts the depth of that
+construction in state shared by every thread, so two threads compiling readers at once (the
+read-ahead threads of ``inspect.files``, say) can fail with ``SystemError: AST constructor
+recursion depth mismatch`` (python/cpython#106905)."""
 _MODULES: dict[str, Any] = {}
 _MODULES_LOCK = threading.Lock()
 
@@ -145,7 +150,9 @@ def _rows_loop(program: Program, names: dict[Path, str], finish: Any,
         body += [line.format(*outputs) for line in finish.body]
     # a field the block does not have is None in every row: set once, unless a row may set it
     absent = [names[p] for p in names if p not in rest]
-    assigned = {n.id for n in ast.walk(ast.parse("\n".join(body)))
+    with _AST_LOCK:  # see _AST_LOCK
+        tree = ast.parse("\n".join(body))
+    assigned = {n.id for n in ast.walk(tree)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     lines = [f"    {n} = None" for n in absent if n not in assigned]
     body[:0] = [f"{n} = None" for n in absent if n in assigned]
