@@ -26,18 +26,20 @@ Python process per layout, twice: with its manifest cache (the default: repeated
 unchanged table reuse the decoded manifests, so the best of several runs is a cached run) and
 without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached planning runs with
 the compiled kernel (:mod:`icepark.io.avro.native`, the default), with the generated Python
-decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel) and with the kernel but
+decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), with the kernel but
 the manifests read ahead left deflated for the decoding thread to inflate (the baseline of
-inflating ahead, which applies to manifests of at most 2 MiB), two processes each, in
-turns. pyiceberg runs in its own process. With ``--java``, the reference plans the same
-metadata file through a static table in its own JVM (its manifest reading, worker pool and
-JIT), timed after five untimed runs of each scan. Peak RSS (``resource.getrusage``) is each
-Python process's own. ``--no-baselines`` leaves out the two baselines (for the large table,
-whose runs are long).
+inflating ahead, which applies to manifests of at most 2 MiB) and with four threads reading
+ahead instead of one (the baseline of :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`),
+two processes each, in turns. pyiceberg runs in its own process. With ``--java``, the
+reference plans the same metadata file through a static table in its own JVM (its manifest
+reading, worker pool and JIT), timed after five untimed runs of each scan. Peak RSS
+(``resource.getrusage``) is each Python process's own. ``--baselines`` chooses among the three
+baselines (``python``, ``in_decoder``, ``four_readers``); ``--no-baselines`` leaves them all
+out (for the large table, whose runs are long).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
         [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
-        [--no-baselines] [--cache DIR]
+        [--baselines python,in_decoder,four_readers | --no-baselines] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +334,8 @@ def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
 
     if os.environ.get("BENCH_INFLATE_AHEAD") == "0":  # the manifests read ahead stay deflated
         planner.INFLATE_AHEAD_MAX_BYTES = -1
+    if os.environ.get("BENCH_READ_AHEAD"):  # more threads reading ahead
+        planner.LOCAL_READ_AHEAD = int(os.environ["BENCH_READ_AHEAD"])
     with open(metadata_file) as f:
         md = table_metadata_from_json(f.read())
     io = ArrowFileIO({"io.manifest.cache-enabled": os.environ.get("BENCH_CACHE", "true"),
@@ -393,22 +397,26 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
     return result
 
 
-def uncached_runs(metadata_file: str, repeat: int, baselines: bool = True
+BASELINES = {"python": {"ICEPARK_AVRO_KERNEL": "0"},
+             "in_decoder": {"BENCH_INFLATE_AHEAD": "0"},
+             "four_readers": {"BENCH_READ_AHEAD": "4"}}
+"""icepark's own baselines: the environment of each (see :func:`uncached_runs`)."""
+
+
+def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tuple(BASELINES)
                   ) -> dict[str, dict[str, Any]]:
-    """icepark's uncached planning with the compiled kernel (``uncached``), with the
-    generated Python decoder alone (``python``) and with the kernel but the manifests read
-    ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
-    INFLATE_AHEAD_MAX_BYTES` off), two processes each, in turns: the best of each scan over
-    both. Without ``baselines``, only the first."""
-    variants = [("uncached", "1", "1"), ("python", "0", "1"), ("in_decoder", "1", "0")]
-    if not baselines:
-        variants = variants[:1]
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
+    """icepark's uncached planning with the compiled kernel (``uncached``) and the chosen
+    ``baselines``: the generated Python decoder alone (``python``), the kernel but the
+    manifests read ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
+    INFLATE_AHEAD_MAX_BYTES` off) and four threads reading ahead instead of one
+    (``four_readers``: :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`), two processes
+    each, in turns: the best of each scan over both."""
+    variants = [("uncached", {}), *((name, BASELINES[name]) for name in baselines)]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
     for _ in range(2):
-        for name, kernel, ahead in variants:
+        for name, environ in variants:
             runs[name].append(run_worker("icepark", metadata_file, repeat, BENCH_CACHE="false",
-                                         ICEPARK_PLANNING_WORKERS="1",
-                                         ICEPARK_AVRO_KERNEL=kernel, BENCH_INFLATE_AHEAD=ahead))
+                                         ICEPARK_PLANNING_WORKERS="1", **environ))
     best: dict[str, dict[str, Any]] = {}
     for name, results in runs.items():
         best[name] = best_of(results)
@@ -443,7 +451,8 @@ def interleaved(metadata_file: str, args: argparse.Namespace) -> dict[str, dict[
     timed: list[dict[str, Any]] = []
     try:
         for turn in range(args.rounds):
-            rounds.append(uncached_runs(metadata_file, args.repeat, not args.no_baselines))
+            rounds.append(uncached_runs(metadata_file, args.repeat,
+                                        () if args.no_baselines else args.baselines.split(",")))
             if java is None:
                 continue
             if turn and not args.keep_java:
@@ -483,9 +492,11 @@ def main() -> None:
     parser.add_argument("--no-pyiceberg", action="store_true", help="skip timing pyiceberg")
     parser.add_argument("--sizes", default=None,
                         help="the tables: 100k, 1m or both (default: 100k, both with --large)")
+    parser.add_argument("--baselines", default=",".join(BASELINES),
+                        help="icepark's own baselines to time (default: all)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip icepark's own baselines (the Python decoder, inflating "
-                             "while decoding)")
+                             "while decoding, four threads reading ahead)")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "METADATA"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -509,7 +520,7 @@ def main() -> None:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
                          f"{uncached['seconds']:.3f}"]
-                for baseline in ("python", "in_decoder"):
+                for baseline in BASELINES:
                     b = runs[baseline][name] if baseline in runs else None
                     cells += (["", ""] if b is None else [
                         f"{b['seconds']:.3f}", f"{b['seconds'] / uncached['seconds']:.2f}x"])
@@ -531,6 +542,7 @@ def main() -> None:
             rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
                         f"{rss['uncached']} | {rss.get('python', '')} | | "
                         f"{rss.get('in_decoder', '')} | | "
+                        f"{rss.get('four_readers', '')} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
@@ -540,7 +552,8 @@ def main() -> None:
           "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
           "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
           "or with the manifests read ahead left deflated for the decoding thread to inflate "
-          "(inflated while decoding), each the best of two processes run in turns"
+          "(inflated while decoding), or read ahead by four threads instead of one, each the "
+          "best of two processes run in turns"
           + (f", in {args.rounds} rounds alternating with the reference's timings (the best "
              "over the rounds, for both)" if args.rounds > 1 else "")
           + "; cached: repeated scans reuse the decoded manifests (the default). Java: the "
@@ -553,11 +566,12 @@ def main() -> None:
              else f"{args.java_threads} thread(s)") + ".\n")
     print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
           "Python decoder | kernel speed-up | uncached, inflated while decoding | "
-          "inflate-ahead speed-up | icepark cached | pyiceberg | "
+          "inflate-ahead speed-up | uncached, four threads reading ahead | one-reader "
+          "speed-up | icepark cached | pyiceberg | "
           "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
           "vs Java (cached) |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: | ---: | ---: |")
+          "| ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

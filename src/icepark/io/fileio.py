@@ -191,6 +191,17 @@ def file_io_properties(file_io: FileIO) -> dict[str, str]:
     return file_io.properties if isinstance(file_io, ArrowFileIO) else {}
 
 
+def is_local(location: str) -> bool:
+    """Whether ``location`` is on this machine's file system: a plain path (or one with a
+    Windows drive letter) or a ``file:`` URI.
+
+    >>> is_local("/tmp/t/metadata/m.avro"), is_local("file:///tmp/m"), is_local("s3://b/m")
+    (True, True, False)
+    """
+    scheme = urlsplit(location).scheme.lower()
+    return len(scheme) <= 1 or scheme == "file"
+
+
 @dataclass(frozen=True, slots=True)
 class _Resolved:
     fs: Any
@@ -327,10 +338,9 @@ class ArrowFileIO:
     def _resolve(self, location: str) -> _Resolved:
         parts = urlsplit(location)
         scheme = parts.scheme.lower()
-        if len(scheme) <= 1:  # a plain path (or a Windows drive letter)
-            return _Resolved(_LOCAL, os.path.abspath(location), True)
-        if scheme == "file":
-            return _Resolved(_LOCAL, os.path.abspath(parts.path or "/"), True)
+        if is_local(location):
+            path = location if len(scheme) <= 1 else parts.path or "/"
+            return _Resolved(_LOCAL, os.path.abspath(path), True)
         key = (scheme, parts.netloc)
         with self._lock:
             cached = self._filesystems.get(key)
