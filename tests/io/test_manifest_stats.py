@@ -233,12 +233,12 @@ def test_files_are_those_of_the_live_entries(  # noqa: PLR0917 - fixtures
 def test_maps_for_the_filter_alone_stay_only_with_undecided_files(  # noqa: PLR0917 - fixtures
         file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
         decoder: str, files_only: bool) -> None:
-    """``Stats.for_filter``: the compiled readers (row by row here: the filter has no test of
-    a whole block) pass the maps on only for files the filter leaves undecided (None); the
-    generic reader keeps them all. The same files are kept either way."""
+    """``Stats.for_columns(..., filter_only=True)``: the compiled readers (row by row here:
+    the filter has no test of a whole block) pass the maps on only for files the filter leaves
+    undecided (None); the generic reader keeps them all. The same files are kept either way."""
     files = [data_file(i) for i in range(12)]
     manifest = _write(file_io, f"{location}/m.avro", spec, schema, 2, files)
-    stats = Stats.for_filter({1, 2})
+    stats = Stats.for_columns({1, 2}, filter_only=True)
     verdicts = {0: True, 1: None, 2: False}  # by null count of column 2 (the file's number)
 
     def by_number(m: FileMetrics) -> bool | None:
@@ -291,8 +291,8 @@ def test_a_gate_that_settles_every_record_spares_the_metrics_filter(  # noqa: PL
         return True
 
     got = [f for block in read_manifest_files(
-        file_io, manifest, stats=Stats.for_filter({1}), partition_filter=gate,
-        metrics_filter=rejects_all) for f in block]
+        file_io, manifest, stats=Stats.for_columns({1}, filter_only=True),
+        partition_filter=gate, metrics_filter=rejects_all) for f in block]
     if decoder == "kernel" and settle == "all":
         assert not called
         assert got == [_without(e.data_file, NO_STATS) for e in read_manifest(

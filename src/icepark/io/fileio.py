@@ -198,7 +198,12 @@ def is_local(location: str) -> bool:
     >>> is_local("/tmp/t/metadata/m.avro"), is_local("file:///tmp/m"), is_local("s3://b/m")
     (True, True, False)
     """
-    scheme = urlsplit(location).scheme.lower()
+    return _local_scheme(urlsplit(location).scheme.lower())
+
+
+def _local_scheme(scheme: str) -> bool:
+    """Whether a location of this (lower-case) URI scheme is local: none, or a Windows drive
+    letter, or ``file``."""
     return len(scheme) <= 1 or scheme == "file"
 
 
@@ -338,7 +343,7 @@ class ArrowFileIO:
     def _resolve(self, location: str) -> _Resolved:
         parts = urlsplit(location)
         scheme = parts.scheme.lower()
-        if is_local(location):
+        if _local_scheme(scheme):
             path = location if len(scheme) <= 1 else parts.path or "/"
             return _Resolved(_LOCAL, os.path.abspath(path), True)
         key = (scheme, parts.netloc)

@@ -84,19 +84,12 @@ class Stats:
     undecided (the caller's evaluator decides those); every other file has None for them."""
 
     @staticmethod
-    def for_columns(columns: frozenset[int] | set[int]) -> Stats:
-        """The maps a metrics evaluator needs, for those columns only (none if empty)."""
+    def for_columns(columns: frozenset[int] | set[int], *, filter_only: bool = False) -> Stats:
+        """The maps a metrics evaluator needs, for those columns only (none if empty), for
+        the metrics filter alone if ``filter_only``."""
         if not columns:
             return NO_STATS
-        return Stats(FILTER_METRICS, frozenset(columns))
-
-    @staticmethod
-    def for_filter(columns: frozenset[int] | set[int]) -> Stats:
-        """The maps a metrics filter needs, of those columns only, for the filter alone
-        (``filter_only``)."""
-        if not columns:
-            return NO_STATS
-        return Stats(FILTER_METRICS, frozenset(columns), filter_only=True)
+        return Stats(FILTER_METRICS, frozenset(columns), filter_only)
 
 
 ALL_STATS = Stats(frozenset(METRIC_FIELDS))
@@ -248,7 +241,7 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
     return Finish(("inherited, manifest_seq, always, metrics, view, discard, rows = ctx",),
                   tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16),
                   _rejected_at_once if checked else None,
-                  tuple(range(10, 17)) if filter_only else ())
+                  tuple(range(10, 10 + len(METRIC_FIELDS))) if filter_only else ())
 
 
 def _rejected_at_once(ctx: Any, block: Any) -> Any:

@@ -217,7 +217,7 @@ class ManifestPlanner:
 
     def _partition_gate(self, manifest: ManifestFile) -> PartitionFilter | None:
         """The partition test of the manifest's spec, evaluated once per distinct partition
-        tuple (a bounded cache per spec): :data:`~icepark.io.manifest.reader.SETTLED` for a
+        tuple (a bounded cache per spec): :data:`~icepark.io.avro.native.SETTLED` for a
         partition whose every row matches (its residual is true: the manifest reader need not
         test the metrics of its files, which :meth:`_matched` does not test either)."""
         spec_id = manifest.partition_spec_id
@@ -358,7 +358,7 @@ class ManifestPlanner:
             return ALL_STATS
         kept = index.equality_ids | self.stats_columns
         if not kept and self._cannot_match is not None:
-            return Stats.for_filter(self.filter_columns)
+            return Stats.for_columns(self.filter_columns, filter_only=True)
         return Stats.for_columns(self.filter_columns | kept)
 
     def tasks(self, manifest: ManifestFile, index: DeleteIndex,

@@ -52,7 +52,9 @@ from icepark.expressions import (
     Expr,
     StrictMetricsEvaluator,
     and_,
+    bind,
     parse,
+    referenced_ids,
 )
 from icepark.io.fileio import FileIO
 from icepark.io.manifest.manifest_list import snapshot_manifests
@@ -282,7 +284,8 @@ class TableScan:
     def filter_columns(self) -> frozenset[int]:
         """The IDs of the columns the scan's filter reads (whose metrics a caller asks
         :meth:`plan_files` for to test the planned files against the filter again)."""
-        return self.planner().filter_columns
+        return frozenset(referenced_ids(bind(self.row_filter, self.schema(),
+                                             self.case_sensitive)))
 
     def plan_files(self, *, include_column_stats: bool = False,
                    stats_columns: Iterable[int] = (),
