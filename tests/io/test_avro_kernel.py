@@ -45,8 +45,9 @@ WANTED: dict[tuple[str, ...], Converter | None] = {
     ("id",): None, ("name",): str.upper, ("sizes",): None, ("offsets",): None}
 
 
-def _block(count: int) -> bytes:
-    rows = [{"id": i * 10**10, "name": None if i % 3 else f"n{i}",
+def _block(count: int, negative: int | None = None) -> bytes:
+    """``count`` records (the ``negative``-th with a negative ID)."""
+    rows = [{"id": -1 if i == negative else i * 10**10, "name": None if i % 3 else f"n{i}",
              "tags": {"a": i}, "sizes": None if i % 4 == 1 else [{"key": 1, "value": i}],
              "offsets": list(range(i % 5))} for i in range(count)]
     buf = io.BytesIO()
@@ -246,6 +247,39 @@ def test_a_field_the_block_lacks_is_none_in_every_row_a_finish_does_not_set(
     assert by_kernel[:3] == [(0, None, None), (10**10, 5, None), (2 * 10**10, None, None)]
     assert all(row[1:] == ((5, None) if row[0] // 10**10 % 2 else (None, None))
                for row in by_kernel)
+
+
+def test_a_lean_body_runs_for_a_block_the_whole_block_check_passes() -> None:
+    """``Finish.lean_body``: the kernel's reader runs it for a block ``valid_at_once`` passes,
+    given the kernel's arrays of the block (varints, where each array's items start and end
+    among the collected items, null flags), and runs the body, which raises, for the others.
+    The generated Python reader always runs the body. An array of longs converted by
+    ``tuple`` is a tuple from both readers."""
+    count = native.MIN_RECORDS
+    seen: list[Any] = []
+
+    def valid(items: Any) -> bool:
+        starts, ends, collected = items.values(2), items.ends(2), items.items()
+        seen.append(([collected[s:e].tolist() for s, e in zip(starts, ends, strict=True)],
+                     items.nulls(1).tolist(), items.values(1), items.present(3),
+                     items.present(1)))
+        return bool((items.values(0) >= 0).all())
+
+    finish = Finish((), ("if {0} < 0:", "    raise _bad(f'negative id {{{0}}}')",
+                         "append(({0}, {2}))"),
+                    lean_body=("append(({0}, {2}, 'lean'))",), valid_at_once=valid)
+    wanted: dict[tuple[str, ...], Converter | None] = {
+        ("id",): None, ("name",): None, ("offsets",): tuple, ("absent",): None}
+    read = compile_reader(SCHEMA, wanted, finish=finish)
+    by_kernel = read(_block(count), count, None)
+    assert by_kernel == [(i * 10**10, tuple(range(i % 5)), "lean") for i in range(count)]
+    assert native_off(lambda: read(_block(count), count, None)) == [
+        row[:2] for row in by_kernel]
+    assert seen == [([list(range(i % 5)) for i in range(count)],
+                     [1 if i % 3 else 0 for i in range(count)], None, False, True)]
+    with pytest.raises(ValueError, match="negative id -1"):
+        read(_block(count, negative=7), count, None)
+    assert len(seen) == 2
 
 
 def native_off(read: Any) -> Any:

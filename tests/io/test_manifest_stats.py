@@ -3,6 +3,7 @@ through the compiled decoder and through the generic (fastavro) one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from icepark.io.avro import native
 from icepark.io.avro import pattern as avro_pattern
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.manifest import manifest as manifest_module
+from icepark.io.manifest import reader as reader_module
 from icepark.io.manifest.manifest import (
     ManifestWriter,
     read_manifest,
@@ -299,3 +301,71 @@ def test_a_gate_that_settles_every_record_spares_the_metrics_filter(  # noqa: PL
             file_io, manifest, discard_deleted=True)]
     else:
         assert called and got == []
+
+
+LEAN_CASES: dict[str, tuple[dict[str, Any], bool]] = {
+    # a file among good ones, and whether the block passes the check at once
+    "good": ({}, True),
+    "equal offsets": ({"split_offsets": (4, 4, 90)}, True),
+    "one offset": ({"split_offsets": (7,)}, True),
+    "no offsets": ({"split_offsets": None}, True),
+    "offsets falling": ({"split_offsets": (4, 90, 50)}, False),
+    "negative count": ({"record_count": -1}, False),
+    "negative size": ({"file_size_in_bytes": -1}, False),
+    "position deletes": ({}, False),
+}
+
+
+@pytest.mark.parametrize("case", list(LEAN_CASES))
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("files_only", [False, True])
+def test_a_block_of_valid_data_files_is_checked_at_once(  # noqa: PLR0917 - fixtures
+        file_io: ArrowFileIO, location: str, spec: PartitionSpec, schema: Schema,
+        monkeypatch: pytest.MonkeyPatch, case: str, version: int, files_only: bool) -> None:
+    """The kernel's reader checks a block of data files at once (record counts and sizes not
+    negative, split offsets sorted within each file: those of the next file may start lower,
+    no delete file's fields) and then builds them without the row-by-row checks; a block with
+    any other file is checked row by row, which names a bad file. Either way the files are
+    those the generated Python reader makes."""
+    change, passes = LEAN_CASES[case]
+    deletes = case == "position deletes"  # a manifest of delete files
+    if deletes and version == 1:
+        pytest.skip("v1 has no delete files")
+    files = [data_file(i, content=FileContent.POSITION_DELETES if deletes else FileContent.DATA)
+             for i in range(8)]  # split offsets (4, 1000 + i): each below the file's before
+    values = {**{f.name: getattr(files[5], f.name) for f in fields(DataFile)}, **change}
+    files[5] = trusted_constructor(DataFile)(*values.values())  # as a writer that did not check
+    manifest = _write(file_io, f"{location}/m.avro", spec, schema, version, files,
+                      ManifestContent.DELETES if deletes else ManifestContent.DATA)
+    verdicts: list[bool] = []
+    real = reader_module._valid_data_files
+
+    def spy(block: Any) -> bool:
+        verdicts.append(real(block))
+        return verdicts[-1]
+
+    monkeypatch.setattr(reader_module, "_valid_data_files", spy)
+    monkeypatch.setattr(reader_module, "_COMPILED", {})
+
+    def read() -> list[Any]:
+        if files_only:
+            return [f for block in read_manifest_files(file_io, manifest) for f in block]
+        return list(read_manifest(file_io, manifest))
+
+    monkeypatch.setattr(native, "MIN_RECORDS", 10**12)
+    bad = case.startswith(("offsets", "negative"))
+    if bad:
+        with pytest.raises(CorruptFile, match=r"sorted ascending|cannot be negative"):
+            read()
+    else:
+        expected = read()
+    monkeypatch.setattr(native, "MIN_RECORDS", 0)
+    if bad:
+        named = rf"{re.escape(files[5].file_path)}: .*(sorted|negative)"
+        with pytest.raises(CorruptFile, match=named):
+            read()
+    else:
+        assert read() == expected
+        assert any(f.split_offsets for f in (
+            e if files_only else e.data_file for e in expected))
+    assert verdicts == [passes]

@@ -42,7 +42,8 @@ class Block:
         self.keys, self.items, self.item_ends = keys[:found], items[:found], item_ends[:found]
         self.rows: Any = None
         """The row numbers still wanted (numpy), or None: every row."""
-        self._lists: dict[tuple[str, int], list[Any]] = {}
+        self._lists: dict[tuple[str, int], Any] = {}
+        """Lists (and tuples) made of the arrays, by kind and slot (-1, -2: the items)."""
 
     def select(self, rows: list[int]) -> None:
         """Keep only ``rows``, numbers among the rows kept so far."""
@@ -67,7 +68,7 @@ class Block:
         return row if self.rows is None else row[self.rows]
 
     def _row_list(self, array: Any, kind: str, slot: int) -> list[Any]:
-        found = self._lists.get((kind, slot))
+        found: list[Any] | None = self._lists.get((kind, slot))
         if found is None:
             row = array[slot] if self.rows is None else array[slot][self.rows]
             found = self._lists[kind, slot] = row.tolist()
@@ -111,9 +112,16 @@ class Block:
         return (lengths.tolist(), self.keys[at].tolist(), self.items[at].tolist(),
                 self.item_ends[at].tolist())
 
+    def tuple_of(self, name: str) -> tuple[Any, ...]:
+        """:meth:`list_of` as a tuple (whose slices are tuples)."""
+        found: tuple[Any, ...] | None = self._lists.get((name, -2))
+        if found is None:
+            found = self._lists[name, -2] = tuple(self.list_of(name))
+        return found
+
     def list_of(self, name: str) -> list[Any]:
         """The collected ``keys``, ``items`` or ``item_ends``, as a list."""
-        found = self._lists.get((name, -1))
+        found: list[Any] | None = self._lists.get((name, -1))
         if found is None:
             found = self._lists[name, -1] = getattr(self, name).tolist()
         return found
@@ -240,9 +248,10 @@ def _zeros(count: int) -> Any:
     return np.zeros((count, 1), dtype=np.int64)
 
 
-def longs(slot: int) -> Column:
+def longs(slot: int, *, tuples: bool = False) -> Column:
+    """Arrays of ints or longs, as lists (as tuples with ``tuples``)."""
     def column(b: Block) -> list[Any]:
-        items = b.list_of("items")
+        items = b.tuple_of("items") if tuples else b.list_of("items")
         return [items[s:e] for s, e in zip(b.v(slot), b.e(slot), strict=True)]
     return column
 

@@ -78,6 +78,14 @@ class Finish:
     """The wanted values the body reads (never assigns) only for a record the check left
     undecided (``rejected`` None): for the others they read as None, and the kernel's reader
     does not make their columns for a block the check decided entirely."""
+    lean_body: tuple[str, ...] | None = None
+    """``body`` without the checks that ``valid_at_once`` makes for a whole block, for the
+    kernel's reader: it runs these lines for the rows of a block ``valid_at_once`` passes
+    (``body``, which raises the precise error, for the others)."""
+    valid_at_once: Callable[[Any], bool] | None = None
+    """Given a block's kept rows as the kernel left them (:class:`icepark.io.avro.native.
+    Items`), whether every one passes the checks ``lean_body`` leaves out (False when it
+    cannot tell)."""
 
 
 class _Reader(Emitter):

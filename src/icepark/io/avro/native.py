@@ -130,13 +130,13 @@ def _indented(lines: str) -> str:
     return "    " + lines.replace("\n", "\n    ")
 
 
-def _rows_loop(program: Program, names: dict[Path, str], finish: Any,
-               loop: Callable[..., str], paths: list[Path], *,
+def _rows_loop(program: Program, names: dict[Path, str], finish: Any,  # noqa: PLR0917
+               loop: Callable[..., str], paths: list[Path], lines: Sequence[str], *,
                unsure_only: Sequence[Path] = ()) -> str:
     """The loop over a block's kept rows, over the columns of ``paths`` (the wanted paths, or
-    some of them: the others are None), decoding spans and running the finish. The values of
-    ``unsure_only`` are passed on only for rows the check left undecided, which the list
-    ``unsure`` flags."""
+    some of them: the others are None), decoding spans and running the finish's ``lines``
+    (its body or lean body). The values of ``unsure_only`` are passed on only for rows the
+    check left undecided, which the list ``unsure`` flags."""
     outputs = [f"({names[p]} if rejected is None else None)" if p in unsure_only else names[p]
                for p in names]
     rest = [p for p in paths if p in program.columns or p in program.spans]
@@ -147,7 +147,7 @@ def _rows_loop(program: Program, names: dict[Path, str], finish: Any,
     if finish is None:
         body.append(f"append(({', '.join(outputs)}{',' if len(outputs) == 1 else ''}))")
     else:
-        body += [line.format(*outputs) for line in finish.body]
+        body += [line.format(*outputs) for line in lines]
     # a field the block does not have is None in every row: set once, unless a row may set it
     absent = [names[p] for p in names if p not in rest]
     with _AST_LOCK:  # see _AST_LOCK
@@ -219,15 +219,26 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
                                   kept=True).replace("\n", "\n        "),
                   "        block.select(kept)"]
     parts += ["    out = []", "    append = out.append"]
-    if not unsure_only:
-        parts.append(_rows_loop(program, names, finish, loop, paths))
-    else:  # the values only undecided rows read are made only for a block that has some
-        parts += ["    if any(unsure):",
-                  _indented(_rows_loop(program, names, finish, loop, paths,
-                                       unsure_only=unsure_only)),
-                  "    else:",
-                  _indented(_rows_loop(program, names, finish, loop,
-                                       [p for p in paths if p not in unsure_only]))]
+
+    def rows(lines: Sequence[str]) -> str:
+        if not unsure_only:
+            return _rows_loop(program, names, finish, loop, paths, lines)
+        # the values only undecided rows read are made only for a block that has some
+        return "\n".join([
+            "    if any(unsure):",
+            _indented(_rows_loop(program, names, finish, loop, paths, lines,
+                                 unsure_only=unsure_only)),
+            "    else:",
+            _indented(_rows_loop(program, names, finish, loop,
+                                 [p for p in paths if p not in unsure_only], lines))])
+
+    if finish is None:
+        parts.append(rows(()))
+    elif finish.lean_body is None:
+        parts.append(rows(finish.body))
+    else:  # the lean body for a block whose every row passes the checks it leaves out
+        parts += ["    if valid_at_once(Items(block)):", _indented(rows(finish.lean_body)),
+                  "    else:", _indented(rows(finish.body))]
     parts.append("    return out")
     source = "\n".join(parts)
 
@@ -278,8 +289,10 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
         return kept.tolist(), unsure[kept].tolist()
 
     class Items:
-        """What a check of a whole block reads: the block's bytes, its row count and the
-        items of its wanted Iceberg maps (:meth:`Block.item_arrays`), by wanted index."""
+        """What a check of a whole block reads, for its kept rows: the block's bytes, its
+        row count, and by wanted index the items of its wanted Iceberg maps
+        (:meth:`Block.item_arrays`) and the varints, arrays of varints and null flags the
+        kernel left (numpy arrays; None where the value is not one)."""
 
         def __init__(self, block: Block) -> None:
             self.block = block
@@ -290,9 +303,34 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
             slot = program.pair_slots.get(paths[i])
             return None if slot is None else self.block.item_arrays(slot)
 
+        def present(self, i: int) -> bool:
+            """Whether the schema has wanted value ``i`` (else it is None in every row)."""
+            return paths[i] in program.columns or paths[i] in program.spans
+
+        def values(self, i: int) -> Any:
+            """Each row's varint, or where its array's items start (see :meth:`items`)."""
+            slot = program.value_slots.get(paths[i])
+            return None if slot is None else self.block.array("values", slot)
+
+        def ends(self, i: int) -> Any:
+            """Where each row's array's items end (see :meth:`items`)."""
+            slot = program.value_slots.get(paths[i])
+            return None if slot is None else self.block.array("ends", slot)
+
+        def nulls(self, i: int) -> Any:
+            """Each row's null flag (1: null), when the value is in a union with null."""
+            slot = program.null_slots.get(paths[i])
+            return None if slot is None else self.block.array("nulls", slot)
+
+        def items(self) -> Any:
+            """The collected items of the block's arrays (of every wanted array and map), in
+            record order: a row's array's are ``items()[values(i)[row]:ends(i)[row]]``."""
+            return self.block.items
+
     consts = finish.consts if finish is not None else {}
     namespace = {**NAMESPACE, **consts, "run": run_kernel, "columns": columns, "gated": gated,
-                 "at_once": at_once}
+                 "at_once": at_once, "Items": Items,
+                 "valid_at_once": finish.valid_at_once if finish is not None else None}
     exec(compile(source, "<avro native reader>", "exec"), namespace)  # our own source
     read: Callable[..., list[Any]] = namespace["read"]
     return read

@@ -39,6 +39,13 @@ class Program:
         """Wanted strings kept as where they are (decoded in the record loop)."""
         self.pair_slots: dict[Path, int] = {}
         """The slots of wanted Iceberg maps read by the kernel."""
+        self.value_slots: dict[Path, int] = {}
+        """The slots of wanted varints and arrays of varints (maybe in a union with null):
+        the varint, or where the array's items start and end among the collected items."""
+        self.null_slots: dict[Path, int] = {}
+        """The null flags' slots of the wanted values of :attr:`value_slots` in a union."""
+        self.arrays: set[Path] = set()
+        """The wanted arrays of varints among :attr:`value_slots`."""
 
     def op(self, code: int, a: int = 0, b: int = 0, c: int = 0) -> int:
         self.ops.append([code, a, b, c])
@@ -78,6 +85,8 @@ class Program:
                     continue
                 column = self.value(f["type"], here)
                 convert = wanted[here]
+                if convert is tuple and here in self.arrays:  # sliced as tuples: no copy
+                    column, convert = self._tuples(here), None
                 self.columns[here] = (column if convert is None
                                       else columns.converted(column, convert))
             elif any(w[:len(here)] == here for w in wanted):
@@ -100,12 +109,36 @@ class Program:
             if found is not None:
                 return found
         if self.native(t):
-            return self._native(t, 0)
+            first = self.slots
+            column = self._native(t, 0)
+            self._note_slots(t, path, first)
+            return column
         slot = self.slot()
         self.op(K.SPAN, slot)
         self.skip(t)
         self.op(K.SPAN_END, slot)
         return columns.decoded(slot, self._python_decoder(t, pairs, keys))
+
+    def _note_slots(self, t: Any, path: Path, first: int) -> None:
+        """Note where the kernel leaves the value at ``path`` if it is a varint or an array of
+        varints, maybe in a union with null (``first``: the first slot its ops took; a
+        union's flag comes first, then its other branch's)."""
+        t = self.resolve(t)
+        if isinstance(t, list):
+            self.null_slots[path] = first
+            first += 1
+            t = self.resolve(next(b for b in t if self.resolve(b) != "null"))
+        if isinstance(t, str) and t in _VARINTS:
+            self.value_slots[path] = first
+        elif isinstance(t, dict) and t.get("type") == "array":  # native: of varints
+            self.value_slots[path] = first
+            self.arrays.add(path)
+
+    def _tuples(self, path: Path) -> Column:
+        """The column of the array of varints at ``path`` as tuples."""
+        column = columns.longs(self.value_slots[path], tuples=True)
+        flag = self.null_slots.get(path)
+        return column if flag is None else columns.nullable(flag, column)
 
     def native(self, t: Any, depth: int = 0) -> bool:
         """Whether a value of ``t`` becomes a Python value from the kernel's arrays alone."""

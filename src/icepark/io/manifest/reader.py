@@ -171,7 +171,7 @@ def _compile(schema: Any, spec: PartitionSpec | None, spec_id: int, stats: Stats
         path = at(fid) if fid in stats.maps else (data_file, f"\0left out {fid}")
         wanted[path] = None
         pairs[path] = stats.columns
-    wanted.update({at(131): None, at(132): None, at(135): tuple, at(140): None, at(143): None,
+    wanted.update({at(131): None, at(132): tuple, at(135): tuple, at(140): None, at(143): None,
                    at(142): None, at(144): None, at(145): None})
     return compile_reader(schema, wanted, gate=at(102) if gated else None, pairs=pairs,
                           finish=_finish(3 in top, spec_id, checked, files_only,
@@ -185,8 +185,10 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
     Inheritance*, *First Row ID Inheritance* (as
     :class:`~icepark.spec.manifest.RowIdAssigner`, whose counter is in ``ctx``), DELETED
     entries and the metrics filter (the reader's ``ctx``: see :func:`compiled_entry_blocks`),
-    then the checks :class:`DataFile` makes. With ``filter_only``, a file keeps its metric
-    maps only if the filter left it undecided."""
+    then the checks :class:`DataFile` makes: for the kernel's reader, those of a block of data
+    files at once (:func:`_valid_data_files`; the lean body then builds them without checking
+    them row by row: the checks were a tenth of a full scan's planning), else row by row. With
+    ``filter_only``, a file keeps its metric maps only if the filter left it undecided."""
     inherit = () if files_only else (
         *(() if v2 else ("{2} = {3} = 0",)),  # "sequence_number must default to 0", file too
         "if {1} is None:",
@@ -199,7 +201,7 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
     data_file = (f"_DATA_FILE({{5}}, {{6}}, {{7}}, {{8}}, {{9}}, {{4}}, {spec_id}, {{10}}, "
                  "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, "
                  "{23}, {24})")
-    body = [
+    head = (
         "if {4} is None:",
         "    {4} = _DATA",
         # first row ID inheritance counts every live data file with a null first_row_id, so
@@ -209,11 +211,14 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
         "    rows.next_row_id += {8}",
         "if {0} is _DELETED and discard:" if not files_only else "if {0} is _DELETED:",
         "    continue",
-        *inherit,
-        "if {18} is not None:",  # 132 split_offsets: "Must be sorted ascending"
-        "    if len({18}) > 1 and sorted({18}) != {18}:",
-        "        raise _bad(f'{{{5}}}: split_offsets must be sorted ascending')",
-        "    {18} = tuple({18})",
+        *inherit)
+    append = (f"append({data_file})" if files_only else f"append(_ENTRY({{0}}, {data_file}, {{1}}, "
+                                                        "{2}, {3}))")
+    body = [
+        *head,
+        # 132 split_offsets (a tuple): "Must be sorted ascending"
+        "if {18} is not None and len({18}) > 1 and sorted({18}) != list({18}):",
+        "    raise _bad(f'{{{5}}}: split_offsets must be sorted ascending')",
         "if {8} < 0 or {9} < 0:",
         "    raise _bad(f'{{{5}}}: record_count and file_size_in_bytes cannot be negative')",
         "if {4} is _EQUALITY and not {19}:",
@@ -224,8 +229,7 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
         "if {6} is _PUFFIN and {4} is _POSITION and ({21} is None or {23} is None):",
         "    raise _bad(f'{{{5}}}: a deletion vector needs referenced_data_file and "
         "content_offset')",
-        f"append({data_file})" if files_only else f"append(_ENTRY({{0}}, {data_file}, {{1}}, "
-                                                  "{2}, {3}))",
+        append,
     ]
     check = (  # the metrics filter, before the fields after the metric maps are decoded
         "rejected = False",
@@ -241,7 +245,53 @@ def _finish(v2: bool, spec_id: int, checked: bool, files_only: bool,
     return Finish(("inherited, manifest_seq, always, metrics, view, discard, rows = ctx",),
                   tuple(body), consts, check if checked else (), (11, 12, 13, 15, 16),
                   _rejected_at_once if checked else None,
-                  tuple(range(10, 10 + len(METRIC_FIELDS))) if filter_only else ())
+                  tuple(range(10, 10 + len(METRIC_FIELDS))) if filter_only else (),
+                  (*head, append), _valid_data_files)
+
+
+def _valid_data_files(block: Any) -> bool:
+    """Whether every row of a block (as the kernel left it: see
+    :class:`~icepark.io.avro.native.Items`) passes the checks of :func:`_finish`'s body: when
+    each is a data file (content 0, or no content field: v1) with no ``content_offset`` or
+    ``content_size_in_bytes``, whose ``record_count`` and ``file_size_in_bytes`` are not
+    negative and whose ``split_offsets`` are sorted ascending. The equality and deletion
+    vector checks concern delete files only. False when the block cannot be read that way
+    (its rows are then checked one by one)."""
+    import numpy as np  # noqa: PLC0415 - with the kernel only
+
+    if not block.count:
+        return True
+    content = block.values(4)
+    if content is None:
+        if block.present(4):
+            return False
+    elif content.any():  # a null content (0 in the array) reads as data
+        return False
+    for i in (8, 9):  # record_count, file_size_in_bytes: required longs
+        counts = block.values(i)
+        if counts is None or counts.min() < 0:
+            return False
+    for i in (23, 24):  # content_offset, content_size_in_bytes: absent or null
+        if block.present(i):
+            nulls = block.nulls(i)
+            if nulls is None or not nulls.all():
+                return False
+    if not block.present(18):
+        return True
+    starts, ends = block.values(18), block.ends(18)
+    if starts is None:
+        return False
+    several = ends - starts > 1
+    if not several.any():
+        return True
+    starts, ends = starts[several], ends[several]
+    if (starts[1:] < starts[:-1]).any():
+        return False  # not in record order: not as the kernel collects them
+    items = block.items()
+    falls = np.flatnonzero(items[1:] < items[:-1])  # item falls + 1 is below item falls
+    row = np.searchsorted(starts, falls, side="right") - 1
+    inside = (row >= 0) & (falls + 1 < ends[np.maximum(row, 0)])
+    return not inside.any()
 
 
 def _rejected_at_once(ctx: Any, block: Any) -> Any:
