@@ -28,18 +28,21 @@ without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached plan
 the compiled kernel (:mod:`icepark.io.avro.native`, the default), with the generated Python
 decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), with the kernel but
 the manifests read ahead left deflated for the decoding thread to inflate (the baseline of
-inflating ahead, which applies to manifests of at most 2 MiB) and with four threads reading
-ahead instead of one (the baseline of :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`),
-two processes each, in turns. pyiceberg runs in its own process. With ``--java``, the
-reference plans the same metadata file through a static table in its own JVM (its manifest
-reading, worker pool and JIT), timed after five untimed runs of each scan. Peak RSS
-(``resource.getrusage``) is each Python process's own. ``--baselines`` chooses among the three
-baselines (``python``, ``in_decoder``, ``four_readers``); ``--no-baselines`` leaves them all
-out (for the large table, whose runs are long).
+inflating ahead, which applies to manifests of at most 2 MiB), with four threads reading
+ahead instead of one (the baseline of :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`) and
+with every block of data files checked row by row (the baseline of the kernel's check of a
+whole block, ``Finish.valid_at_once``), two processes each, in turns. pyiceberg runs in its
+own process. With ``--java``, the reference plans the same metadata file through a static
+table in its own JVM (its manifest reading, worker pool and JIT), timed after five untimed
+runs of each scan. Peak RSS
+(``resource.getrusage``) is each Python process's own. ``--baselines`` chooses among the four
+baselines (``python``, ``in_decoder``, ``four_readers``, ``row_checks``); ``--no-baselines``
+leaves them all out (for the large table, whose runs are long).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
         [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
-        [--baselines python,in_decoder,four_readers | --no-baselines] [--cache DIR]
+        [--baselines python,in_decoder,four_readers,row_checks | --no-baselines]
+        [--cache DIR]
 """
 
 from __future__ import annotations
@@ -336,6 +339,10 @@ def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
         planner.INFLATE_AHEAD_MAX_BYTES = -1
     if os.environ.get("BENCH_READ_AHEAD"):  # more threads reading ahead
         planner.LOCAL_READ_AHEAD = int(os.environ["BENCH_READ_AHEAD"])
+    if os.environ.get("BENCH_ROW_CHECKS") == "1":  # no block of data files checked at once
+        from icepark.io.manifest import reader  # noqa: PLC0415
+
+        reader._valid_data_files = lambda block: False  # the baseline: checked row by row
     with open(metadata_file) as f:
         md = table_metadata_from_json(f.read())
     io = ArrowFileIO({"io.manifest.cache-enabled": os.environ.get("BENCH_CACHE", "true"),
@@ -399,7 +406,8 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
 
 BASELINES = {"python": {"ICEPARK_AVRO_KERNEL": "0"},
              "in_decoder": {"BENCH_INFLATE_AHEAD": "0"},
-             "four_readers": {"BENCH_READ_AHEAD": "4"}}
+             "four_readers": {"BENCH_READ_AHEAD": "4"},
+             "row_checks": {"BENCH_ROW_CHECKS": "1"}}
 """icepark's own baselines: the environment of each (see :func:`uncached_runs`)."""
 
 
@@ -409,8 +417,9 @@ def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tu
     ``baselines``: the generated Python decoder alone (``python``), the kernel but the
     manifests read ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
     INFLATE_AHEAD_MAX_BYTES` off) and four threads reading ahead instead of one
-    (``four_readers``: :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`), two processes
-    each, in turns: the best of each scan over both."""
+    (``four_readers``: :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`) and every block
+    of data files checked row by row (``row_checks``: no ``Finish.valid_at_once``), two
+    processes each, in turns: the best of each scan over both."""
     variants = [("uncached", {}), *((name, BASELINES[name]) for name in baselines)]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
     for _ in range(2):
@@ -496,7 +505,8 @@ def main() -> None:
                         help="icepark's own baselines to time (default: all)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip icepark's own baselines (the Python decoder, inflating "
-                             "while decoding, four threads reading ahead)")
+                             "while decoding, four threads reading ahead, rows checked one "
+                             "by one)")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "METADATA"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -543,6 +553,7 @@ def main() -> None:
                         f"{rss['uncached']} | {rss.get('python', '')} | | "
                         f"{rss.get('in_decoder', '')} | | "
                         f"{rss.get('four_readers', '')} | | "
+                        f"{rss.get('row_checks', '')} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
@@ -552,7 +563,8 @@ def main() -> None:
           "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
           "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
           "or with the manifests read ahead left deflated for the decoding thread to inflate "
-          "(inflated while decoding), or read ahead by four threads instead of one, each the "
+          "(inflated while decoding), or read ahead by four threads instead of one, or with "
+          "every block of data files checked row by row instead of at once, each the "
           "best of two processes run in turns"
           + (f", in {args.rounds} rounds alternating with the reference's timings (the best "
              "over the rounds, for both)" if args.rounds > 1 else "")
@@ -567,11 +579,12 @@ def main() -> None:
     print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
           "Python decoder | kernel speed-up | uncached, inflated while decoding | "
           "inflate-ahead speed-up | uncached, four threads reading ahead | one-reader "
-          "speed-up | icepark cached | pyiceberg | "
+          "speed-up | uncached, checked row by row | block-check speed-up | icepark cached | "
+          "pyiceberg | "
           "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
           "vs Java (cached) |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 
