@@ -309,6 +309,8 @@ def converted(inner: Column, convert: Any) -> Column:
         if len(first) == b.count:
             return plain(b)
         values = plain(b.subset(first))
+        if len(values) == 1:  # one value in the block (a file format, an entry status)
+            return values * b.count
         import numpy as np  # noqa: PLC0415 - loaded with the kernel
 
         made = np.empty(len(values), dtype=object)
