@@ -34,10 +34,10 @@ with every block of data files checked row by row (the baseline of the kernel's 
 whole block, ``Finish.valid_at_once``), two processes each, in turns. pyiceberg runs in its
 own process. With ``--java``, the reference plans the same metadata file through a static
 table in its own JVM (its manifest reading, worker pool and JIT), timed after five untimed
-runs of each scan. Peak RSS
-(``resource.getrusage``) is each Python process's own. ``--baselines`` chooses among the four
-baselines (``python``, ``in_decoder``, ``four_readers``, ``row_checks``); ``--no-baselines``
-leaves them all out (for the large table, whose runs are long).
+runs of each scan. Peak RSS (``resource.getrusage``) is each Python process's own.
+``--baselines`` chooses among the four baselines (``python``, ``in_decoder``,
+``four_readers``, ``row_checks``); ``--no-baselines`` leaves them all out (for the large
+table, whose runs are long).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
         [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
@@ -416,7 +416,7 @@ def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tu
     """icepark's uncached planning with the compiled kernel (``uncached``) and the chosen
     ``baselines``: the generated Python decoder alone (``python``), the kernel but the
     manifests read ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
-    INFLATE_AHEAD_MAX_BYTES` off) and four threads reading ahead instead of one
+    INFLATE_AHEAD_MAX_BYTES` off), four threads reading ahead instead of one
     (``four_readers``: :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`) and every block
     of data files checked row by row (``row_checks``: no ``Finish.valid_at_once``), two
     processes each, in turns: the best of each scan over both."""
