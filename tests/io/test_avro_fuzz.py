@@ -526,11 +526,22 @@ def test_deflated_seeds_inflate_in_bulk() -> None:
 @given(mutated(DEFLATED))
 def test_mutated_manifests_inflated_in_bulk(case: tuple[Seed, bytes]) -> None:
     """A mutated deflated manifest, inflated whole as planning inflates manifests read ahead
-    (:mod:`icepark.io.avro.inflate`), reads as the manifest itself does: the same entries, or
-    an error where it has one. Whatever the bulk path cannot frame or inflate it leaves as it
-    is, for the reader to report."""
+    (:mod:`icepark.io.avro.inflate`; in a batch, :mod:`icepark.io.avro.ahead`, the same
+    file or None where the other leaves it as it is), reads as the manifest itself does: the
+    same entries, or an error where it has one. Whatever the bulk path cannot frame or inflate
+    it leaves as it is, for the reader to report."""
     seed, data = case
     bulk = native.inflated(data, 1 << 30)
+    ahead = native.inflate_ahead()
+    found = None if ahead is None else ahead.deflated(data)
+    if found is not None:  # inflated in a batch (icepark.io.avro.ahead): the same file
+        engine = ahead.InflateAhead()
+        try:
+            [done] = engine.submit([(found, False)], None).result()
+        finally:
+            engine.close()
+        assert (done is None) == (bulk is data)
+        assert done is None or done.content == bulk
     if bulk is data:
         return
     for name in ("entries", "planned"):

@@ -36,7 +36,7 @@ from numba import types
 from icepark.errors import IcebergError
 from icepark.io.avro.encoder import zigzag_varint
 from icepark.io.avro.header import encode_header
-from icepark.io.avro.kernel import varint
+from icepark.io.avro.kernel import run, varint
 from icepark.io.avro.reader import open_header
 
 OK, BAD_FRAME, NEED_ROOM, BAD_STREAM, TOO_MANY = range(5)
@@ -77,7 +77,7 @@ _init: Any = types.ExternalFunction(
 _inflate: Any = types.ExternalFunction("inflate", types.int32(types.voidptr, types.int32))
 _reset: Any = types.ExternalFunction("inflateReset", types.int32(types.voidptr))
 _end: Any = types.ExternalFunction("inflateEnd", types.int32(types.voidptr))
-_VERSION = np.frombuffer(zlib.ZLIB_RUNTIME_VERSION.encode() + b"\0", dtype=np.uint8)
+VERSION = np.frombuffer(zlib.ZLIB_RUNTIME_VERSION.encode() + b"\0", dtype=np.uint8)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -146,6 +146,82 @@ def inflate_blocks(  # noqa: PLR0917 - compiled: numba passes arguments by posit
     return status, i, written
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_varint(out: Any, p: int, value: int) -> int:  # pragma: no cover - native
+    """Write the zig-zag varint of ``value`` (not negative) at ``p``; the position after."""
+    z = np.uint64(value) << np.uint64(1)
+    while z >= 0x80:
+        out[p] = np.uint8((z & np.uint64(0x7F)) | np.uint64(0x80))
+        z >>= np.uint64(7)
+        p += 1
+    out[p] = np.uint8(z)
+    return p + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def inflate_files(  # noqa: PLR0917 - compiled: numba passes arguments by position
+        data: Any, files: Any, prefixes: Any, syncs: Any, version: Any, ops: Any,
+        keysets: Any, slots: int, min_records: int) -> Any:  # pragma: no cover - native
+    """Each container file of ``data`` inflated into one uncompressed block, as
+    :func:`inflate_container` does, and (where asked) that block decoded by
+    :func:`icepark.io.avro.kernel.run` with the program ``ops``, ``keysets``, ``slots``.
+
+    Row ``i`` of ``files`` is the file's start and end in ``data``, where its first block
+    starts, the smallest size of one of its records, whether to run the program (1) and the
+    start and end in ``prefixes`` of the header its uncompressed form begins with (its metadata
+    with the ``null`` codec, and its sync marker, ``syncs[i]``). For each file, a tuple: status
+    (:data:`OK` or why it was not inflated), the uncompressed file (a view of its own buffer),
+    where its block's records start and end in it, their count, and the kernel's result
+    (:func:`icepark.io.avro.kernel.run`'s tuple; an empty run where none was asked or the
+    block has fewer than ``min_records`` records)."""
+    results = numba.typed.List()
+    none2 = np.zeros((0, 0), np.int64)
+    none1 = np.zeros(0, np.int64)
+    nulls0 = np.zeros((0, 0), np.uint8)
+    for i in range(files.shape[0]):
+        d = data[files[i, 0]:files[i, 1]]
+        sync = syncs[i]
+        prefix = prefixes[files[i, 5]:files[i, 6]]
+        empty = (-1, 0, none2, none2, nulls0, none1, none1, none1, 0)
+        status, counts, offsets, sizes = frame(d, files[i, 2], sync)
+        if status or offsets.shape[0] == 0:
+            results.append((BAD_FRAME, d[:0], 0, 0, 0, empty))
+            continue
+        head = prefix.shape[0] + 20  # room for the header and two varints before the records
+        out = np.empty(_ROOM * d.shape[0] + 4096 + head + 16, np.uint8)
+        block = 0
+        written = head
+        while True:
+            status, block, written = inflate_blocks(d, counts, offsets, sizes, files[i, 3],
+                                                    out, block, written, version)
+            if status != NEED_ROOM:
+                break
+            larger = np.empty(2 * out.shape[0], np.uint8)  # the blocks inflated so far kept
+            larger[:written] = out[:written]
+            out = larger
+        if status:
+            results.append((status, d[:0], 0, 0, 0, empty))
+            continue
+        if written + 16 > out.shape[0]:
+            larger = np.empty(written + 16, np.uint8)
+            larger[:written] = out[:written]
+            out = larger
+        out[written:written + 16] = sync
+        count = counts.sum()
+        scratch = np.empty(20, np.uint8)
+        lengths = _put_varint(scratch, 0, count)
+        lengths = _put_varint(scratch, lengths, written - head)
+        start = head - lengths - prefix.shape[0]
+        out[start:start + prefix.shape[0]] = prefix
+        out[head - lengths:head] = scratch[:lengths]
+        ran = empty
+        if files[i, 4] and count >= min_records:
+            ran = run(ops, keysets, out[head:written], count, slots)
+        results.append((OK, out[start:written + 16], head - start, written - start, count,
+                        ran))
+    return results
+
+
 def inflate_container(content: bytes, block_bytes: int) -> bytes | None:
     """The container file ``content``, compressed with ``deflate`` in blocks of at most
     ``block_bytes`` on average, as the same file without a codec and with its blocks inflated
@@ -169,7 +245,7 @@ def inflate_container(content: bytes, block_bytes: int) -> bytes | None:
     block = written = 0
     while True:
         status, block, written = inflate_blocks(data, counts, offsets, sizes, header.smallest,
-                                                out, block, written, _VERSION)
+                                                out, block, written, VERSION)
         if status != NEED_ROOM:
             break
         larger = np.empty(2 * len(out), np.uint8)  # the blocks inflated so far kept

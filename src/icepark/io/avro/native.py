@@ -37,7 +37,9 @@ import ast
 import importlib
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from icepark.errors import UnsupportedFeature
@@ -87,6 +89,57 @@ def kernel() -> Any:
     """The kernel module (:mod:`icepark.io.avro.kernel`), imported (and its functions
     compiled) once; None when numba cannot be imported or ``ICEPARK_AVRO_KERNEL=0``."""
     return _compiled_module("kernel")
+
+
+_LOCAL = threading.local()
+"""This thread's kernel run done ahead (``ran``, see :func:`ran_ahead`) and the program of its
+last kernel run (``program``, see :func:`last_program`)."""
+SAMPLE_STEP = 512
+"""A run done ahead is taken for a block of the same length and program whose every
+``SAMPLE_STEP``-th byte is the same (see :class:`Ran`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """The kernel's run over a block (``result``, as :func:`icepark.io.avro.kernel.run`
+    returns it), done ahead by another thread with ``program`` (as :func:`last_program`
+    gives it) over ``count`` records of ``size`` bytes, whose every :data:`SAMPLE_STEP`-th
+    byte is ``sample``. The thread decoding the block takes it instead of running the kernel
+    (:func:`ran_ahead`): the sample is a check that it is the block the run was for (its
+    caller hands the block's file to the reader, and the run is taken once), not a proof."""
+
+    program: tuple[Any, Any, int]
+    count: int
+    size: int
+    sample: bytes
+    result: tuple[Any, ...]
+
+
+@contextmanager
+def ran_ahead(ran: Ran | None) -> Iterator[None]:
+    """While inside, the first block this thread's native readers decode with ``ran``'s
+    program, count, size and sample takes ``ran.result`` instead of running the kernel."""
+    _LOCAL.ran = ran
+    try:
+        yield
+    finally:
+        _LOCAL.ran = None
+
+
+def last_program() -> tuple[Any, Any, int] | None:
+    """The program (ops, key sets, slot count) of this thread's last kernel run, for a run
+    ahead (:func:`icepark.io.avro.inflate.inflate_files`) of blocks of the same reader; None
+    when it ran none since the last call."""
+    program: tuple[Any, Any, int] | None = getattr(_LOCAL, "program", None)
+    _LOCAL.program = None
+    return program
+
+
+def inflate_ahead() -> Any:
+    """The module :mod:`icepark.io.avro.ahead`, imported once; None when numba or zlib cannot
+    be loaded or ``ICEPARK_AVRO_KERNEL=0``."""
+    module = _compiled_module("ahead")
+    return module if module is not None and module.inflate.AVAILABLE else None
 
 
 def inflated(content: bytes, block_bytes: int) -> bytes:
@@ -242,9 +295,19 @@ def _assemble(program: Program, wanted: Mapping[Path, Any], names: dict[Path, st
     parts.append("    return out")
     source = "\n".join(parts)
 
+    program_of = (ops, keysets, slots)
+
     def run_kernel(d: bytes, count: int) -> Block:
         k = kernel()
-        result = k.run(ops, keysets, np.frombuffer(d, dtype=np.uint8), count, slots)
+        local = _LOCAL.__dict__
+        ran = local.get("ran")
+        if (ran is not None and ran.program[0] is ops and ran.count == count
+                and ran.size == len(d) and ran.sample == d[::SAMPLE_STEP]):
+            local["ran"] = None  # taken once
+            result = ran.result
+        else:
+            result = k.run(ops, keysets, np.frombuffer(d, dtype=np.uint8), count, slots)
+        local["program"] = program_of
         status, position = result[0], result[1]
         if status == k.LEFT_OVER:
             raise ValueError(f"block has {len(d) - position} bytes left after its records")
