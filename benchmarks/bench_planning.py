@@ -31,17 +31,19 @@ the manifests read ahead left deflated for the decoding thread to inflate (the b
 inflating ahead, which applies to manifests of at most 2 MiB), with four threads reading
 ahead instead of one (the baseline of :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`) and
 with every block of data files checked row by row (the baseline of the kernel's check of a
-whole block, ``Finish.valid_at_once``), two processes each, in turns. pyiceberg runs in its
+whole block, ``Finish.valid_at_once``) and with local manifests read ahead a file at a time
+(the baseline of :mod:`icepark.table.scan.read_ahead`'s batches), two processes each, in
+turns. pyiceberg runs in its
 own process. With ``--java``, the reference plans the same metadata file through a static
 table in its own JVM (its manifest reading, worker pool and JIT), timed after five untimed
 runs of each scan. Peak RSS (``resource.getrusage``) is each Python process's own.
-``--baselines`` chooses among the four baselines (``python``, ``in_decoder``,
-``four_readers``, ``row_checks``); ``--no-baselines`` leaves them all out (for the large
-table, whose runs are long).
+``--baselines`` chooses among the five baselines (``python``, ``in_decoder``,
+``four_readers``, ``row_checks``, ``by_file``); ``--no-baselines`` leaves them all out (for
+the large table, whose runs are long).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
         [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
-        [--baselines python,in_decoder,four_readers,row_checks | --no-baselines]
+        [--baselines python,in_decoder,four_readers,row_checks,by_file | --no-baselines]
         [--cache DIR]
 """
 
@@ -337,6 +339,8 @@ def icepark_planner(metadata_file: str) -> Callable[[str | None], int]:
 
     if os.environ.get("BENCH_INFLATE_AHEAD") == "0":  # the manifests read ahead stay deflated
         planner.INFLATE_AHEAD_MAX_BYTES = -1
+    if os.environ.get("BENCH_BATCHES") == "0":  # read ahead a file at a time, not in batches
+        planner.READ_IN_BATCHES = False
     if os.environ.get("BENCH_READ_AHEAD"):  # more threads reading ahead
         planner.LOCAL_READ_AHEAD = int(os.environ["BENCH_READ_AHEAD"])
     if os.environ.get("BENCH_ROW_CHECKS") == "1":  # no block of data files checked at once
@@ -407,7 +411,8 @@ def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
 BASELINES = {"python": {"ICEPARK_AVRO_KERNEL": "0"},
              "in_decoder": {"BENCH_INFLATE_AHEAD": "0"},
              "four_readers": {"BENCH_READ_AHEAD": "4"},
-             "row_checks": {"BENCH_ROW_CHECKS": "1"}}
+             "row_checks": {"BENCH_ROW_CHECKS": "1"},
+             "by_file": {"BENCH_BATCHES": "0"}}
 """icepark's own baselines: the environment of each (see :func:`uncached_runs`)."""
 
 
@@ -418,7 +423,9 @@ def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tu
     manifests read ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
     INFLATE_AHEAD_MAX_BYTES` off), four threads reading ahead instead of one
     (``four_readers``: :data:`icepark.table.scan.planner.LOCAL_READ_AHEAD`) and every block
-    of data files checked row by row (``row_checks``: no ``Finish.valid_at_once``), two
+    of data files checked row by row (``row_checks``: no ``Finish.valid_at_once``), local
+    manifests read ahead and inflated a file at a time on a thread, the kernel run by the
+    decoding thread (``by_file``: not in batches, :mod:`icepark.table.scan.read_ahead`), two
     processes each, in turns: the best of each scan over both."""
     variants = [("uncached", {}), *((name, BASELINES[name]) for name in baselines)]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
@@ -554,6 +561,7 @@ def main() -> None:
                         f"{rss.get('in_decoder', '')} | | "
                         f"{rss.get('four_readers', '')} | | "
                         f"{rss.get('row_checks', '')} | | "
+                        f"{rss.get('by_file', '')} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
                         + " | | |")
@@ -564,8 +572,10 @@ def main() -> None:
           "(the default) or all by the generated Python decoder (ICEPARK_AVRO_KERNEL=0), "
           "or with the manifests read ahead left deflated for the decoding thread to inflate "
           "(inflated while decoding), or read ahead by four threads instead of one, or with "
-          "every block of data files checked row by row instead of at once, each the "
-          "best of two processes run in turns"
+          "every block of data files checked row by row instead of at once, or with local "
+          "manifests read ahead and inflated a file at a time on a thread and the kernel run "
+          "by the decoding thread instead of in batches, each the best of two processes run "
+          "in turns"
           + (f", in {args.rounds} rounds alternating with the reference's timings (the best "
              "over the rounds, for both)" if args.rounds > 1 else "")
           + "; cached: repeated scans reuse the decoded manifests (the default). Java: the "
@@ -579,12 +589,13 @@ def main() -> None:
     print("| files | manifests by | scan | files planned | icepark uncached | uncached, "
           "Python decoder | kernel speed-up | uncached, inflated while decoding | "
           "inflate-ahead speed-up | uncached, four threads reading ahead | one-reader "
-          "speed-up | uncached, checked row by row | block-check speed-up | icepark cached | "
+          "speed-up | uncached, checked row by row | block-check speed-up | uncached, a file "
+          "at a time | batches speed-up | icepark cached | "
           "pyiceberg | "
           "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
           "vs Java (cached) |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from icepark.errors import CorruptFile, FileNotFound, NoSuchSnapshot, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, RowEvaluator, equal, parse
+from icepark.io.avro import native
 from icepark.io.fileio import ArrowFileIO, ArrowInputFile
 from icepark.io.manifest.cache import MANIFEST_CACHE
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -375,7 +376,14 @@ class _ThreadRecordingIO(ArrowFileIO):
         return super().new_input(location)
 
 
-def test_in_process_planning_reads_manifests_ahead_on_threads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batches", [True, False])
+def test_in_process_planning_reads_manifests_ahead_on_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batches: bool) -> None:
+    """Manifests are read ahead on threads (remote ones, and any without numba); those on
+    this machine's file system are read by the planning thread itself, in batches that
+    another thread inflates (see tests/table/test_inflate_ahead.py)."""
+    if not batches:
+        monkeypatch.setattr(planner_module, "READ_IN_BATCHES", False)
     t = ScanTable(tmp_path)
     for i in range(5):
         t.append(t.file(f"f{i}", ("a",), **long_bounds(1, i, i)))
@@ -386,7 +394,10 @@ def test_in_process_planning_reads_manifests_ahead_on_threads(tmp_path: Path) ->
     planned = [name_of(x.data_file) for x in planner.plan(manifests)]
     assert sorted(planned) == ["f1", "f2", "f3", "f4"]
     assert len(file_io.readers) == 5
-    assert all(name.startswith("icepark-read") for name in file_io.readers)
+    if batches and native.inflate_ahead() is not None:
+        assert set(file_io.readers) == {threading.current_thread().name}
+    else:
+        assert all(name.startswith("icepark-read") for name in file_io.readers)
 
 
 def _can_fork_here(_: object) -> bool:

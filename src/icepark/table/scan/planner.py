@@ -13,10 +13,11 @@ predicates are also used to filter data and delete files using column bounds and
 :class:`~icepark.table.scan.delete_index.DeleteIndex`; then streams the data manifests (each read
 once, a bounded number ahead, and decoded by forked workers when there are many and forking is
 safe, else in this process: see :data:`PLANNING_WORKERS`; read ahead on threads, and inflated
-there: see :data:`INFLATE_AHEAD_MAX_BYTES`), keeping the live
-files whose partition (tested once per distinct partition, before the rest of an entry is
-decoded) and metrics may match, each with its delete files and its residual (one per
-partition). Only the metric maps the filter (and the equality deletes) need are decoded, unless
+there: see :data:`INFLATE_AHEAD_MAX_BYTES`; local ones read here and inflated, some also run
+through the Avro kernel, in batches on one thread: :mod:`~icepark.table.scan.read_ahead`),
+keeping the live files whose partition (tested once per distinct partition, before the rest of
+an entry is decoded) and metrics may match, each with its delete files and its residual (one
+per partition). Only the metric maps the filter (and the equality deletes) need are decoded, unless
 the caller asks for every column's.
 """
 
@@ -44,7 +45,7 @@ from icepark.expressions import (
     rewrite_not,
     unbind,
 )
-from icepark.io.avro.native import SETTLED, inflated
+from icepark.io.avro.native import SETTLED, inflate_ahead, inflated
 from icepark.io.fileio import FileIO, is_local
 from icepark.io.manifest.cache import ManifestCache, configured_cache, fits
 from icepark.io.manifest.manifest import read_manifest_blocks, read_manifest_files
@@ -63,6 +64,7 @@ from icepark.spec.schema import Schema, index_by_id
 from icepark.spec.types import PrimitiveType
 from icepark.table.scan.delete_index import DeleteIndex, column_types, equality_metrics_only
 from icepark.table.scan.prefilter import metrics_prefilter
+from icepark.table.scan.read_ahead import inflated_ahead
 from icepark.table.scan.tasks import (
     READ_THREADS,
     FileScanTask,
@@ -107,11 +109,18 @@ manifests of a record per block, as pyiceberg writes them, most of its time). La
 inflated a block at a time as they are decoded, so that the manifests read ahead hold at most
 about six times this size each in memory."""
 LOCAL_READ_AHEAD = 1
-"""Threads reading data manifests ahead from this machine's file system: one keeps ahead of
+"""Threads reading data manifests ahead from this machine's file system when they are not read
+in batches (:mod:`~icepark.table.scan.read_ahead`, which needs numba): one keeps ahead of
 the decoding thread (reading and inflating a manifest takes a fraction of the time decoding it
 does), and each more only takes the GIL from it between its calls: with four (as for remote
 storage, whose waits more threads overlap) planning 100,000 files took 6 to 23% longer on two
 cores."""
+READ_IN_BATCHES = True
+"""Whether data manifests on this machine's file system are read by the planning thread and
+inflated, and some run through the Avro kernel, in batches on one thread
+(:mod:`~icepark.table.scan.read_ahead`; where numba can be loaded); otherwise read ahead a
+file at a time (:data:`LOCAL_READ_AHEAD`), the baseline ``by_file`` of
+benchmarks/bench_planning.py."""
 _INFLATING = threading.BoundedSemaphore(max(1, _cpus() - 1))
 """Threads inflating at once: all cores but the one decoding (more would take it from the
 decoding thread, the one planning waits for)."""
@@ -444,8 +453,13 @@ class ManifestPlanner:
                                 self.workers)
         elif len(data) > 1:  # read ahead on threads: waits on storage (and inflating in
             # bulk) do not hold the GIL
-            threads = LOCAL_READ_AHEAD if is_local(data[0].manifest_path) else READ_THREADS
-            results = map(decode, parallel_map(read_ahead, data, threads))
+            local = is_local(data[0].manifest_path)
+            ahead = inflate_ahead() if local and READ_IN_BATCHES else None
+            if ahead is not None:  # see read_ahead: one hand-over of the GIL a batch
+                results = inflated_ahead(ahead, data, read, decode, INFLATE_AHEAD_MAX_BYTES)
+            else:
+                threads = LOCAL_READ_AHEAD if local else READ_THREADS
+                results = map(decode, parallel_map(read_ahead, data, threads))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
         yield from self.checked(results, index, added_by)
