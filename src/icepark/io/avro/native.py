@@ -18,6 +18,10 @@ of two-field records) read as dicts. Any other wanted value is skipped by the ke
 notes where it is, and decoded from there by a generated Python decoder. Skipped values may be
 of any type.
 
+A thread inflating files ahead (:mod:`icepark.io.avro.ahead`) may run the kernel over a block
+with the program of the reader that will decode it (:func:`last_program`); that reader then
+takes the run (:func:`ran_ahead`) instead of running the kernel itself.
+
 The kernel is compiled by numba on first use (cached on disk). Blocks of fewer than
 :data:`MIN_RECORDS` records, and every block when numba cannot be imported or
 ``ICEPARK_AVRO_KERNEL=0`` is set, are read by the generated Python reader alone.
