@@ -14,7 +14,8 @@ program of the reader that will decode it, learnt from the files of the same sch
 before (:func:`~icepark.io.avro.native.last_program`). The decoding thread then takes the run
 (:func:`~icepark.io.avro.native.ran_ahead`) instead of running the kernel itself.
 
-Imported only where :func:`icepark.io.avro.native.inflate_module` finds numba and zlib.
+Imported only through :func:`icepark.io.avro.native.inflate_ahead`, where numba and zlib can
+be loaded.
 """
 
 from __future__ import annotations
