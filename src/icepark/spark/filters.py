@@ -24,6 +24,8 @@ False
 from __future__ import annotations
 
 import datetime as dt
+import operator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -46,6 +48,9 @@ from icepark.spec.types import TypeId
 
 _FLOATS = frozenset({TypeId.FLOAT, TypeId.DOUBLE})
 _EPOCH = dt.date(1970, 1, 1)
+_COMPARISONS: dict[Op, Callable[[Column, Column], Column]] = {
+    Op.LT: operator.lt, Op.LT_EQ: operator.le, Op.GT: operator.gt, Op.GT_EQ: operator.ge,
+    Op.EQ: operator.eq}
 
 
 def spark_filter(expr: BoundExpr, schema: Schema) -> Column | bool:
@@ -157,9 +162,8 @@ def _predicate(p: BoundPredicate, col: Column) -> Column:
             # NaN is in no set, so NOT IN holds for it (Spark agrees); null never matches
             return col.isNotNull() & ~found
         case Op.LT | Op.LT_EQ | Op.GT | Op.GT_EQ | Op.EQ:
-            value = spark_literal(t, p.literal)
-            result = {Op.LT: col < value, Op.LT_EQ: col <= value, Op.GT: col > value,
-                      Op.GT_EQ: col >= value, Op.EQ: col == value}[p.op]
+            # one comparison made: each is a call into the JVM in a classic session
+            result = _COMPARISONS[p.op](col, spark_literal(t, p.literal))
             # Spark orders NaN above every number and NaN = NaN; Iceberg's NaN compares false
             return result & ~F.isnan(col) if floats else result
         case Op.NOT_EQ:
