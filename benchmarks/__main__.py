@@ -15,7 +15,8 @@ BENCHMARKS = ["bench_manifest", "bench_commit", "bench_concurrent_commits", "ben
               "bench_spark_write", "bench_spark_read", "bench_spark_delete",
               "bench_deletion_vectors", "bench_merge", "bench_compaction",
               "bench_orphans", "bench_stream_ingest", "bench_driver_overhead",
-              "bench_s3", "bench_reference", "bench_distributed_planning"]
+              "bench_s3", "bench_reference", "bench_distributed_planning",
+              "bench_read_relations"]
 
 
 def main() -> None:
