@@ -353,3 +353,28 @@ def test_pyiceberg_reads_what_we_wrote(spark: SparkSession, catalog: BaseCatalog
     write(df, table)
     got = StaticTable.from_metadata(table.refresh().metadata_location).scan().to_arrow()
     assert expected(got.to_pylist()) == expected(frame_rows(df))
+
+
+def test_no_select_is_added_where_it_would_change_nothing(spark: SparkSession) -> None:
+    """Each select is analysed on the driver: a DataFrame already in the table's layout is
+    written as it is; one in another column order, with a promotable type or a missing
+    column is selected into it."""
+    from icepark.spark.writer.distribution import distributed  # noqa: PLC0415
+    from icepark.spark.writer.write import conform  # noqa: PLC0415
+    from icepark.table.change.metadata_builder import MetadataBuilder  # noqa: PLC0415
+
+    schema = Schema.of(NestedField.optional(1, "id", LONG), NestedField.optional(2, "s", STRING))
+    laid_out = spark.createDataFrame([(1, "a")], "id BIGINT, s STRING")
+    assert conform(laid_out, schema) is laid_out
+    for other in (spark.createDataFrame([("a", 1)], "s STRING, id BIGINT"),
+                  spark.createDataFrame([(1, "a")], "id INT, s STRING"),
+                  spark.createDataFrame([(1,)], "id BIGINT")):
+        conformed = conform(other, schema)
+        assert conformed is not other
+        assert conformed.schema.simpleString() == "struct<id:bigint,s:string>"
+        assert conformed.collect()[0]["id"] == 1
+
+    metadata, _ = MetadataBuilder.new_table(schema, "/t")
+    assert distributed(laid_out, metadata, []) is laid_out  # unpartitioned, unsorted
+    key = [("part", F.col("id") % 2)]
+    assert distributed(laid_out, metadata, key).columns == ["id", "s", "part"]

@@ -58,12 +58,14 @@ def distributed(df: DataFrame, metadata: TableMetadata,
     first) and the default sort order. The result has ``df``'s columns and the keys."""
     schema, order = metadata.schema(), metadata.sort_order()
     sorts = _sort_columns(order, schema, df)
+    mode = distribution_mode(metadata)  # an invalid setting fails every write
+    if not partition_keys and not sorts:
+        return df  # nothing to add, move or sort: each select would be analysed for nothing
     frame = df.select("*", *(c.alias(name) for name, c in partition_keys),
                       *(c.alias(f"{_SORT_PREFIX}{i}") for i, (c, _) in enumerate(sorts)))
     keys = [F.col(quote(name)) for name, _ in partition_keys]
     sort_keys = [_ordered(F.col(f"{_SORT_PREFIX}{i}"), field)
                  for i, (_, field) in enumerate(sorts)]
-    mode = distribution_mode(metadata)
     if mode == "hash" and keys:
         frame = frame.repartition(*keys)
     elif mode == "range" and (keys or sort_keys):

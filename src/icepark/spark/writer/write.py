@@ -172,9 +172,13 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
     except IncompatibleColumn as e:
         raise with_example(df, e, schema) from None
     given = {f.name: f for f in df.schema.fields}
+    targets = [to_spark_type(f.field_type) for f in schema.fields]
+    if [f.name for f in df.schema.fields] == [f.name for f in schema.fields] and all(
+            not isinstance(f.field_type, PrimitiveType) or given[f.name].dataType == target
+            for f, target in zip(schema.fields, targets, strict=True)):
+        return df  # a select changing nothing would still be analysed on the driver
     columns = []
-    for f in schema.fields:
-        target = to_spark_type(f.field_type)
+    for f, target in zip(schema.fields, targets, strict=True):
         present = given.get(f.name)
         if present is None:
             col = default_column(f, target)
