@@ -76,20 +76,24 @@ def read_parquet(spark: SparkSession, read_type: T.StructType,
     are more than Spark would list there and all of them are local (see the module
     docstring)."""
     paths = [spark_location(location) for location in locations]
-    relations = None if is_connect(spark) or not KEEP_RELATIONS else _session_relations(spark)
+    if is_connect(spark) or not KEEP_RELATIONS:
+        return _resolved(spark, read_type, paths, locations)
+    relations = _session_relations(spark)
     key = (read_type.json(), tuple(paths))
-    if relations is not None:
-        kept = relations.get(key)
-        if kept is not None:
-            return kept
+    found = relations.get(key)
+    if found is None:
+        found = _resolved(spark, read_type, paths, locations)
+        relations.put(key, found)
+    return found
+
+
+def _resolved(spark: SparkSession, read_type: T.StructType, paths: Sequence[str],
+              locations: Sequence[str]) -> DataFrame:
+    """Spark's relation over ``paths``, listed as :func:`read_parquet` says."""
     if not lists_on_driver(locations):
-        raw = spark.read.schema(read_type).parquet(*paths)
-    else:
-        with scoped_conf(spark, _ON_THE_DRIVER):
-            raw = spark.read.schema(read_type).parquet(*paths)
-    if relations is not None:
-        relations.put(key, raw)
-    return raw
+        return spark.read.schema(read_type).parquet(*paths)
+    with scoped_conf(spark, _ON_THE_DRIVER):
+        return spark.read.schema(read_type).parquet(*paths)
 
 
 class Relations:

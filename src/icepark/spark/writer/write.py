@@ -91,7 +91,7 @@ from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.spec.types import UNKNOWN, PrimitiveType
+from icepark.spec.types import UNKNOWN, NestedField, PrimitiveType
 from icepark.table.snapshot.producer import branch_head, snapshot_manifests
 from icepark.table.snapshot.validation import as_expr
 from icepark.table.table import Table
@@ -174,7 +174,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
     given = {f.name: f for f in df.schema.fields}
     targets = [to_spark_type(f.field_type) for f in schema.fields]
     if [f.name for f in df.schema.fields] == [f.name for f in schema.fields] and all(
-            not isinstance(f.field_type, PrimitiveType) or given[f.name].dataType == target
+            _cast_type(f, given[f.name], target) is None
             for f, target in zip(schema.fields, targets, strict=True)):
         return df  # a select changing nothing would still be analysed on the driver
     columns = []
@@ -184,10 +184,20 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
             col = default_column(f, target)
         else:
             col = F.col(quote(f.name))
-            if isinstance(f.field_type, PrimitiveType) and present.dataType != target:
-                col = primitive_column(col, f.field_type, present.dataType, target, f.name)
+            cast_type = _cast_type(f, present, target)
+            if cast_type is not None:
+                col = primitive_column(col, cast_type, present.dataType, target, f.name)
         columns.append(col.alias(f.name))
     return df.select(*columns)
+
+
+def _cast_type(f: NestedField, present: T.StructField,
+               target: T.DataType) -> PrimitiveType | None:
+    """The type of field ``f`` when :func:`conform` casts the given column ``present`` to
+    ``target`` (a top-level primitive of another type; nested ones are cast in the tasks),
+    else None."""
+    t = f.field_type
+    return t if isinstance(t, PrimitiveType) and present.dataType != target else None
 
 
 def primitive_column(col: Column, t: PrimitiveType, given: T.DataType, target: T.DataType,
