@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icepark.errors import ValidationError
+from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.fileio import ArrowFileIO
 from icepark.io.parquet.data_writer import write_data_files
+from icepark.io.parquet.float_stats import footer_float_stats, read_float_stats
 from icepark.io.parquet.metrics import (
     COUNTS,
     DEFAULT_MODE,
@@ -183,6 +185,18 @@ def test_nan_counts_and_float_bounds(tmp_path: Path) -> None:
     low, high = bounds(6, DOUBLE)
     assert (low, math.copysign(1, high)) == (-1.0, 1)
     assert bounds(7, DOUBLE) == (-math.inf, math.inf)
+
+
+def test_footers_of_other_writers_do_not_give_float_stats(tmp_path: Path) -> None:
+    """pyarrow's statistics leave NaN out, so its footers cannot say there is none."""
+    schema = Schema.of(NestedField.optional(1, "d", DOUBLE))
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"d": [1.0, math.nan]}).cast(to_arrow_schema(schema)), path)
+    footer = pq.read_metadata(path)
+    assert footer.row_group(0).column(0).statistics.max == 1.0  # the NaN is not in it
+    assert footer_float_stats(footer, schema) is None
+    floats = read_float_stats(str(path), schema)
+    assert floats is not None and floats.nan_counts == {1: 1}
 
 
 def test_long_strings_are_truncated_by_default(tmp_path: Path) -> None:

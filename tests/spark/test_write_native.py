@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 import icepark.spark.writer.write as spark_write
 from icepark.catalog import BaseCatalog
 from icepark.errors import CommitFailed, CommitStateUnknown, ValidationError
+from icepark.io.parquet.float_stats import footer_float_stats
 from icepark.spark.schema import to_spark
 from icepark.spark.writer.native import (
     NATIVE_WRITER_PROPERTY,
@@ -256,6 +257,51 @@ def test_metrics_equal_the_python_writers(spark: SparkSession, catalog: BaseCata
     assert set(ours.column_sizes or {}) == set(theirs.column_sizes or {})
     assert ours.lower_bounds == theirs.lower_bounds
     assert ours.upper_bounds == theirs.upper_bounds
+
+
+FLOAT_TABLE = Schema.of(req(1, "id", LONG), opt(2, "f", FLOAT), opt(3, "x", DOUBLE),
+                        opt(4, "st", StructType((opt(5, "y", DOUBLE),))))
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(("values", "has_nan"), [
+    ([1.5, -2.25, float("inf"), float("-inf"), None], False),
+    ([3.0, -0.0, 7.5], False),  # -0.0 the least
+    ([0.0, -0.0, None], False),  # both zeros: -0.0 below +0.0
+    ([0.0, 2.0], False),  # +0.0 the least, no -0.0
+    ([None, None, 4.0], False),  # row groups of nulls only
+    ([None], False),  # nothing but nulls
+    ([1.0, NAN, -1.0], True),
+    ([NAN, None], True),  # NaN the only number
+], ids=["numbers", "neg-zero", "zeros", "pos-zero", "null-groups", "all-null", "nan", "only-nan"])
+def test_float_metrics_from_spark_footers_equal_the_data(
+        spark: SparkSession, catalog: BaseCatalog, values: list[float | None],
+        has_nan: bool) -> None:
+    """Spark's footers give the NaN counts and float bounds without reading the rows back,
+    unless a row group has a NaN: either way exactly the Python writer's, from the data."""
+    def value(n: int) -> float | None:
+        return values[n // 150 % len(values)]  # a value a row group (100-200 rows each)
+
+    rows = [{"id": n, "f": value(n), "x": value(n + 150), "st": {"y": value(n + 300)}}
+            for n in range(900)]
+    small_groups = {"write.parquet.row-group-size-bytes": "1"}
+    native = catalog.create_table("db.native", FLOAT_TABLE, properties=small_groups)
+    python = _python_path(catalog.create_table("db.python", FLOAT_TABLE))
+    df = _frame(spark, rows, FLOAT_TABLE)
+    write(df, native)
+    write(df, python)
+    (ours,), (theirs,) = live_files(native), live_files(python)
+    footer = pq.read_metadata(ours.file_path)
+    assert footer.num_row_groups > 1
+    assert footer.created_by.startswith("parquet-mr version ")
+    assert (footer_float_stats(footer, FLOAT_TABLE) is None) == has_nan
+    assert ours.nan_value_counts == theirs.nan_value_counts
+    assert set(ours.nan_value_counts or {}) == {2, 3, 5}
+    assert ours.lower_bounds == theirs.lower_bounds
+    assert ours.upper_bounds == theirs.upper_bounds
+    numbers = any(v is not None and v == v for v in values)  # noqa: PLR0124 - NaN test
+    for field_id in (2, 3, 5):
+        assert ((ours.lower_bounds or {}).get(field_id) is not None) == numbers
 
 
 # -- partitions ---------------------------------------------------------------------------------

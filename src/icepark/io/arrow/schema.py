@@ -119,6 +119,29 @@ def field_metadata(field_id: int) -> dict[bytes, bytes]:
     return {FIELD_ID_KEY: str(field_id).encode()}
 
 
+def leaf_field_ids(arrow_schema: Any) -> list[int | None]:
+    """The field ID of each Parquet leaf column, in column order (None where there is none)."""
+    ids: list[int | None] = []
+
+    def walk(f: Any) -> None:
+        t = f.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i))
+        elif pa.types.is_map(t):
+            walk(t.key_field)
+            walk(t.item_field)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(t.value_field)
+        else:
+            raw = (f.metadata or {}).get(FIELD_ID_KEY)
+            ids.append(int(raw) if raw is not None else None)
+
+    for f in arrow_schema:
+        walk(f)
+    return ids
+
+
 def to_arrow_field(f: NestedField) -> Any:
     """The Arrow field of an Iceberg field: name, type, nullability ("optional") and ID."""
     return pa.field(f.name, to_arrow_type(f.field_type), nullable=f.is_optional,

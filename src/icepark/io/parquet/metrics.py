@@ -53,7 +53,7 @@ from typing import Any
 import pyarrow as pa
 
 from icepark.errors import ValidationError
-from icepark.io.arrow.schema import FIELD_ID_KEY
+from icepark.io.arrow.schema import FIELD_ID_KEY, leaf_field_ids
 from icepark.io.arrow.variant import METADATA, is_variant_struct
 from icepark.io.parquet import geometry
 from icepark.io.parquet.float_stats import FloatCollector, read_float_stats
@@ -262,29 +262,6 @@ def split_offsets(metadata: Any) -> tuple[int, ...]:
             start = min(start, first.dictionary_page_offset)
         offsets.append(start)
     return tuple(sorted(offsets))
-
-
-def leaf_field_ids(arrow_schema: Any) -> list[int | None]:
-    """The field ID of each Parquet leaf column, in column order (None where there is none)."""
-    ids: list[int | None] = []
-
-    def walk(f: Any) -> None:
-        t = f.type
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(t.field(i))
-        elif pa.types.is_map(t):
-            walk(t.key_field)
-            walk(t.item_field)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            walk(t.value_field)
-        else:
-            raw = (f.metadata or {}).get(FIELD_ID_KEY)
-            ids.append(int(raw) if raw is not None else None)
-
-    for f in arrow_schema:
-        walk(f)
-    return ids
 
 
 def _variant_leaves(arrow_schema: Any) -> dict[int, tuple[int, bool]]:

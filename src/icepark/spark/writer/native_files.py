@@ -6,9 +6,11 @@ as the reference implementation does when it imports existing files. Spec, *Mani
 ``value_counts`` is the "number of values in the column (including null and NaN values)";
 counts, sizes, bounds and "all row group offsets in a Parquet file" (``split_offsets``) come
 from the footer through :func:`icepark.io.parquet.metrics.compute_metrics`. A footer has no NaN
-counts and may hold a NaN maximum, so the float and double columns are read back
-(:func:`~icepark.io.parquet.metrics.read_float_stats`) for their NaN counts and exact bounds,
-as the Python writers compute them while writing.
+counts, but Spark's writer (parquet-mr) orders its float statistics with NaN last, so a file
+whose float and double minimums and maximums are all numbers has no NaN and exact bounds; a
+file with a NaN maximum has its float and double columns read back for them
+(:func:`~icepark.io.parquet.metrics.read_float_stats`), as the Python writers compute them
+while writing.
 
 A file's partition tuple is parsed from its directories
 (:mod:`icepark.spark.writer.partition_dirs`).
