@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -400,13 +401,25 @@ class ManifestPlanner:
     def plan(self, manifests: Iterable[ManifestFile],
              added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
         """One task per matching live data file of ``manifests``, with the deletes of the
-        delete manifests among them and its residual."""
+        delete manifests among them and its residual. Nothing is read before the first task
+        is asked for (a generator: closing it stops the reading). The tasks pass from each
+        manifest's list to the caller through one generator (over ``itertools.chain``), not
+        one per step of the planning (each generator a task passes through resumes once for
+        it)."""
+        yield from itertools.chain.from_iterable(self._plan_lists(manifests, added_by))
+
+    def _plan_lists(self, manifests: Iterable[ManifestFile], added_by: frozenset[int] | None
+                    ) -> Iterator[list[FileScanTask]]:
         data, delete = self.select(manifests)
-        yield from self.plan_selected(data, delete, added_by)
+        yield from self._selected_lists(data, delete, added_by)
 
     def plan_selected(self, data: list[ManifestFile], delete: list[ManifestFile],
                       added_by: frozenset[int] | None = None) -> Iterator[FileScanTask]:
         """:meth:`plan` of the manifests :meth:`select` chose."""
+        yield from itertools.chain.from_iterable(self._selected_lists(data, delete, added_by))
+
+    def _selected_lists(self, data: list[ManifestFile], delete: list[ManifestFile],
+                        added_by: frozenset[int] | None) -> Iterator[list[FileScanTask]]:
         index = self.delete_index(delete)
         work = sum(m.manifest_length for m in data)
         planner = self
@@ -416,9 +429,10 @@ class ManifestPlanner:
         yield from planner._decoded(data, index, added_by, work)
 
     def _decoded(self, data: list[ManifestFile], index: DeleteIndex,
-                 added_by: frozenset[int] | None, work: int) -> Iterator[FileScanTask]:
-        """The tasks of the data manifests (``work``: their total length), decoded here or
-        by forked workers."""
+                 added_by: frozenset[int] | None, work: int
+                 ) -> Iterator[list[FileScanTask]]:
+        """The tasks of the data manifests (``work``: their total length), a list per
+        manifest, decoded here or by forked workers."""
         cache = self.cache
 
         def read(m: ManifestFile) -> tuple[ManifestFile, bytes | None]:
@@ -462,7 +476,7 @@ class ManifestPlanner:
                 results = map(decode, parallel_map(read_ahead, data, threads))
         else:
             results = (self.tasks(m, index, added_by) for m in data)
-        yield from self.checked(results, index, added_by)
+        yield from self._checked_lists(results, index, added_by)
 
     def select(self, manifests: Iterable[ManifestFile]
                ) -> tuple[list[ManifestFile], list[ManifestFile]]:
@@ -481,12 +495,16 @@ class ManifestPlanner:
         the end: a full scan sees every live data file, so each deletion vector of ``index``
         (whose ``referenced_data_file`` "is required for deletion vectors") must reference one;
         a vector that does not is a :class:`~icepark.errors.CorruptFile`."""
+        yield from itertools.chain.from_iterable(self._checked_lists(results, index, added_by))
+
+    def _checked_lists(self, results: Iterable[list[FileScanTask]], index: DeleteIndex,
+                       added_by: frozenset[int] | None) -> Iterator[list[FileScanTask]]:
         dvs = index.deletion_vectors if self.always_true and added_by is None else {}
         planned: set[str] = set()
         for tasks in results:
             if dvs:
                 planned.update(t.data_file.file_path for t in tasks)
-            yield from tasks
+            yield tasks
         dangling = sorted(set(dvs) - planned)
         if dangling:
             dv = dvs[dangling[0]]
