@@ -9,7 +9,8 @@ from typing import TypeVar, cast
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
+from pyspark.sql import types as T  # noqa: N812
 
 import icepark.spark as ips
 from icepark.catalog.filesystem import FilesystemCatalog
@@ -19,6 +20,7 @@ from icepark.spark.reader.listing import (
     Relations,
     read_parquet,
 )
+from icepark.spark.reader.scan_rows import scan_rows
 
 pytestmark = pytest.mark.spark
 
@@ -76,6 +78,29 @@ def test_a_relation_over_the_same_files_is_resolved_once(spark: SparkSession,
     assert ips.read(spark, table).selectExpr("sum(x)").collect()[0][0] == 2 * sum(range(50))
     assert ips.read(spark, table, snapshot_id=table.metadata.snapshots[0].snapshot_id) \
         .selectExpr("sum(x)").collect()[0][0] == 2 * sum(range(40))
+
+
+def test_rows_of_a_kept_relation_know_their_schema(spark: SparkSession, tmp_path: Path) -> None:
+    """The rows of one relation the session keeps, filtered or not, have its schema: known
+    without asking Spark again; rows that are more than the relation do not claim one."""
+    catalog = FilesystemCatalog("c", {"warehouse": str(tmp_path)})
+    catalog.create_namespace("db")
+    rows = spark.range(0, 40, 1, 4).selectExpr("id", "id * 2 AS x")
+    table = ips.write(rows, catalog.create_table("db.t", ips.to_iceberg(rows.schema)))
+    tasks = list(table.scan().plan_files())
+    schema = table.schema()
+    for condition in (None, F.col("x") < 20):
+        scanned = scan_rows(spark, table, tasks, schema, ["*"], condition=condition)
+        assert scanned.spark_schema is not None
+        assert scanned.spark_schema == scanned.rows.schema  # names, types, field IDs
+        assert scanned.rows.count() == (40 if condition is None else 10)
+    positions = scan_rows(spark, table, tasks, schema, ["*"], positions=True)
+    assert positions.spark_schema is None
+    only_x = scan_rows(spark, table, tasks, schema, ["x"], metadata_columns=["_pos"])
+    assert only_x.spark_schema is None
+    frame = ips.read(spark, table, row_filter="x < 20")
+    assert [f.name for f in frame.schema.fields] == ["id", "x"]
+    assert frame.count() == 10
 
 
 def test_relations_are_bounded_by_entries_and_paths() -> None:

@@ -89,6 +89,10 @@ class ScanRows:
     from the table as extra top-level ``__icepark_eq_<id>`` columns)."""
     files: tuple[DataFile, ...]
     """The data files read; :data:`FILE_NUMBER` is an index into it."""
+    spark_schema: T.StructType | None = None
+    """The Spark schema of :attr:`rows` when it is that of a file relation the session keeps
+    (:mod:`icepark.spark.reader.listing`; asked once per relation), else None (ask
+    :attr:`rows`: two calls into the JVM)."""
 
 
 def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
@@ -174,6 +178,8 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
                         F.col("_metadata.row_index").alias(ROW_INDEX)]
         frames.append(raw.select(*columns))
     df = reduce(DataFrame.union, frames)
+    # a filter keeps its child's schema; a relation the session keeps remembers its own
+    known = df.schema if len(frames) == 1 and not tagged and df is raw else None
     if condition is not None:
         df = df.filter(condition)
     if tagged:
@@ -184,7 +190,7 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
         df = _with_metadata(spark, df, list(files.values()), seqs, metadata_columns)
         if not positions:
             df = df.drop(FILE_NUMBER, ROW_POSITION)
-    return ScanRows(df, extended, tuple(files.values()))
+    return ScanRows(df, extended, tuple(files.values()), known)
 
 
 def _locations(files: Iterable[DataFile], deletes: Mapping[str, Sequence[DataFile]]
