@@ -91,13 +91,15 @@ def test_rows_of_a_kept_relation_know_their_schema(spark: SparkSession, tmp_path
     schema = table.schema()
     for condition in (None, F.col("x") < 20):
         scanned = scan_rows(spark, table, tasks, schema, ["*"], condition=condition)
-        assert scanned.spark_schema is not None
+        assert scanned.relation is not None
         assert scanned.spark_schema == scanned.rows.schema  # names, types, field IDs
         assert scanned.rows.count() == (40 if condition is None else 10)
     positions = scan_rows(spark, table, tasks, schema, ["*"], positions=True)
-    assert positions.spark_schema is None
+    assert positions.relation is None
+    assert positions.spark_schema == positions.rows.schema
     only_x = scan_rows(spark, table, tasks, schema, ["x"], metadata_columns=["_pos"])
-    assert only_x.spark_schema is None
+    assert only_x.relation is None
+    assert only_x.spark_schema == only_x.rows.schema
     frame = ips.read(spark, table, row_filter="x < 20")
     assert [f.name for f in frame.schema.fields] == ["id", "x"]
     assert frame.count() == 10

@@ -140,8 +140,7 @@ def _read_scan(spark: SparkSession, table: Table, scan: _Scan, mode: ReadMode,
                         row_filter=scan.row_filter)
     extended, rows = scanned.schema, scanned.rows
     layout = to_spark(projection, timestamp_ns=nanos)
-    have = rows.schema if scanned.spark_schema is None else scanned.spark_schema
-    if _in_layout(have, layout, metadata):
+    if _in_layout(scanned.spark_schema, layout, metadata):
         return rows  # each select is analysed on the driver: none when it would change nothing
     converted = dict(zip((f.field_id for f in extended.fields),
                          read_columns(extended, timestamp_ns=nanos), strict=True))

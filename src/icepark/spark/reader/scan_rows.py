@@ -89,10 +89,16 @@ class ScanRows:
     from the table as extra top-level ``__icepark_eq_<id>`` columns)."""
     files: tuple[DataFile, ...]
     """The data files read; :data:`FILE_NUMBER` is an index into it."""
-    spark_schema: T.StructType | None = None
-    """The Spark schema of :attr:`rows` when it is that of a file relation the session keeps
-    (:mod:`icepark.spark.reader.listing`; asked once per relation), else None (ask
-    :attr:`rows`: two calls into the JVM)."""
+    relation: DataFrame | None = None
+    """The one file relation :attr:`rows` are, filtered or not (a filter keeps its child's
+    schema), else None."""
+
+    @property
+    def spark_schema(self) -> T.StructType:
+        """The Spark schema of :attr:`rows`: the relation's when there is one, which PySpark
+        remembers on a relation the session keeps (:mod:`icepark.spark.reader.listing`), so
+        Spark is asked once per relation, not once per read (two calls into the JVM)."""
+        return (self.rows if self.relation is None else self.relation).schema
 
 
 def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
@@ -178,8 +184,7 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
                         F.col("_metadata.row_index").alias(ROW_INDEX)]
         frames.append(raw.select(*columns))
     df = reduce(DataFrame.union, frames)
-    # a filter keeps its child's schema; a relation the session keeps remembers its own
-    known = df.schema if len(frames) == 1 and not tagged and df is raw else None
+    relation = df if len(frames) == 1 and not tagged and df is raw else None
     if condition is not None:
         df = df.filter(condition)
     if tagged:
@@ -190,7 +195,7 @@ def scan_rows(spark: SparkSession, table: Table, tasks: Sequence[FileScanTask],
         df = _with_metadata(spark, df, list(files.values()), seqs, metadata_columns)
         if not positions:
             df = df.drop(FILE_NUMBER, ROW_POSITION)
-    return ScanRows(df, extended, tuple(files.values()), known)
+    return ScanRows(df, extended, tuple(files.values()), relation)
 
 
 def _locations(files: Iterable[DataFile], deletes: Mapping[str, Sequence[DataFile]]
