@@ -5,16 +5,20 @@ the same rows either way."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from icepark.errors import ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
-from icepark.spark.rowlevel.delete import delete_rows
+from icepark.spark.rowlevel import delete_tasks, positions
+from icepark.spark.rowlevel.delete import DeleteResult, delete_rows
 from icepark.spark.rowlevel.update import update_rows
 from icepark.spec.manifest import DataFile
 from icepark.spec.reserved import FILE_PATH
@@ -95,10 +99,12 @@ def test_an_unknown_granularity_fails_before_any_job(spark: SparkSession,
     assert table.refresh().metadata.current_snapshot_id == before
 
 
-def test_a_data_file_split_between_tasks(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_data_file_split_between_tasks(spark: SparkSession, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Spark reads one file in several tasks when its row groups allow: each task writes the
     deletes it found, and a file all of whose rows go is removed whole, the delete files its
     tasks wrote deleted before the commit."""
+    monkeypatch.setattr(positions, "DRIVER_POSITIONS", 0)  # written in the scan's tasks
     table = _make(tmp_path / "small", "merge-on-read", partitioned=False)
     catalog_root = tmp_path / "big"
     big = _make(catalog_root, "merge-on-read", partitioned=False)
@@ -134,3 +140,70 @@ def test_a_data_file_split_between_tasks(spark: SparkSession, tmp_path: Path) ->
     on_disk = {p.name for p in catalog_root.rglob("*-deletes.parquet")}
     assert on_disk == {Path(d.file_path).name for d in deletes}
     assert table.scan().to_arrow().num_rows == len(ROWS)  # the other table is untouched
+
+
+def _ids(path: str) -> tuple[int, ...]:
+    """A data file of the table, known by its rows (file names are random)."""
+    return tuple(sorted(pq.read_table(path, columns=["id"])["id"].to_pylist()))
+
+
+def _outcome(table: Table, result: DeleteResult, before: dict[str, DataFile]
+             ) -> tuple[DeleteResult, list[tuple[tuple[int, ...], int]], list[tuple[int, ...]]]:
+    """The delete's result, its delete files (by the data file each covers, with their row
+    counts) and the data files left."""
+    deletes = sorted((_ids(_scoped_to(d) or ""), d.record_count)
+                     for d in _new_deletes(table, before))
+    left = sorted(_ids(t.data_file.file_path) for t in table.scan().plan_files())
+    return dataclasses.replace(result, snapshot_id=None), deletes, left
+
+
+Deleted = tuple[str, Callable[[dict[str, Any]], bool]]
+"""A delete's filter, and the rows of :data:`ROWS` it deletes."""
+
+
+@pytest.mark.parametrize(("partitioned", "case"), [
+    (True, (EVERY_4TH, lambda r: r["id"] % 4 == 0)),
+    (False, (EVERY_4TH, lambda r: r["id"] % 4 == 0)),
+    # every row of the first file (ids 0-19): removed whole
+    (False, ("x IS NULL OR x < 20", lambda r: r["x"] is None or r["x"] < 20)),
+])
+def test_positions_on_the_driver_or_in_tasks_delete_the_same(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        partitioned: bool, case: Deleted) -> None:
+    """A delete whose files hold few rows writes its positions on the driver
+    (``DRIVER_POSITIONS``), a larger one in the scan's tasks: the same delete files, data
+    files removed whole and rows left either way."""
+    where, deleted = case
+    outcomes, names = [], []
+    for limit, folder in ((positions.DRIVER_POSITIONS, "driver"), (0, "tasks")):
+        monkeypatch.setattr(positions, "DRIVER_POSITIONS", limit)
+        table = _make(tmp_path / folder, "merge-on-read", partitioned=partitioned)
+        before = _deletes(table)
+        outcomes.append(_outcome(table, delete_rows(spark, table, where), before))
+        names.append({"-driver-" in Path(d.file_path).name for d in _new_deletes(table, before)})
+        _check(spark, table, _expected(lambda r: not deleted(r)), peers=False)
+    assert outcomes[0] == outcomes[1]
+    assert names == [{True}, {False}]  # written on the driver, then by the tasks
+
+
+def test_a_failed_write_on_the_driver_leaves_no_files(spark: SparkSession, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _make(tmp_path, "merge-on-read", partitioned=True)
+    files_before = {p for p in tmp_path.rglob("*") if p.is_file()}
+    location = table.metadata_location
+    finish = delete_tasks._GroupWriters.finish
+    calls = []
+
+    def fail_on_the_second(self: Any) -> list[DataFile]:
+        written = finish(self)  # its file is on disk
+        calls.append(written)
+        if len(calls) == 2:
+            raise OSError("injected")
+        return written
+
+    monkeypatch.setattr(delete_tasks._GroupWriters, "finish", fail_on_the_second)
+    with pytest.raises(OSError, match="injected"):
+        delete_rows(spark, table, EVERY_4TH)
+    assert all(calls)  # files were written before the failure
+    assert {p for p in tmp_path.rglob("*") if p.is_file()} == files_before
+    assert table.refresh().metadata_location == location
