@@ -4,6 +4,7 @@ Spark's own Parquet reader merely finding the same rows, in the same run and Spa
 
     PYTHONPATH=src python -m benchmarks.bench_spark_delete            # 5M rows, 10 files
     PYTHONPATH=src python -m benchmarks.bench_spark_delete --rows 2000000 --files 4
+    PYTHONPATH=src python -m benchmarks.bench_spark_delete --format-version 3  # deletion vectors
 
 The table (5 columns: 3 long, 1 double, 1 string) is written once, one file per append, so
 it has exactly ``--files`` data files. The filter ``k < 10000`` matches about 1% of the rows;
@@ -12,9 +13,10 @@ by its bounds. Each run is timed end to end (planning, Spark jobs, files written
 then the table is rolled back to the written snapshot, so every run deletes from the same
 state:
 
-* merge-on-read: position delete files for the matching rows, written on the driver where the
-  table holds at most ``DRIVER_POSITIONS`` rows, and (in turns with it, as a baseline) in the
-  scan's tasks;
+* merge-on-read: position delete files (v2) or deletion vectors (v3) for the matching rows,
+  written on the driver where the table holds at most ``DRIVER_POSITIONS`` rows (4M: not the
+  default 5M, where both variants write in tasks), and (in turns with it, as a baseline) in
+  the scan's tasks;
 * copy-on-write: every data file rewritten without them.
 
 The baseline is ``spark.read.parquet(<the table's data files>).filter(k < 10000).count()``:
@@ -38,6 +40,7 @@ from icepark.catalog import load_catalog
 from icepark.spark.rowlevel import positions
 from icepark.spark.rowlevel.delete import delete_rows
 from icepark.spark.session import build_session
+from icepark.spec.metadata import FormatVersion
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, NestedField
 
@@ -78,16 +81,18 @@ def _best(work: Callable[[], Any], repeat: int, reset: Callable[[], None] | None
     return best, answer
 
 
-def bench(rows: int, files: int, repeat: int) -> tuple[list[tuple[str, float, int]], float, int]:
+def bench(rows: int, files: int, repeat: int, format_version: int = 2
+          ) -> tuple[list[tuple[str, float, int]], float, int]:
     spark = build_session("local[*]", "icepark-bench-delete",
                           {"spark.ui.enabled": "false", "spark.driver.memory": "3g",
                            "spark.sql.shuffle.partitions": "8"})
     root = tempfile.mkdtemp(prefix="icepark-bench-delete-")
+    version: FormatVersion = 3 if format_version == 3 else 2
     try:
         catalog = load_catalog("bench", type="sql", uri=f"sqlite:///{root}/c.db",
                                warehouse=f"{root}/wh")
         catalog.create_namespace("db")
-        table = catalog.create_table("db.t", SCHEMA, format_version=2)
+        table = catalog.create_table("db.t", SCHEMA, format_version=version)
         per_file = rows // files
         for i in range(files):
             table.append(_rows(i * per_file, per_file))
@@ -135,9 +140,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--format-version", type=int, choices=(2, 3), default=2)
     args = parser.parse_args()
-    results, scan_s, matched = bench(args.rows, args.files, args.repeat)
-    print(f"{args.rows:,} rows in {args.files} files, {matched:,} matching {FILTER!r}; "
+    results, scan_s, matched = bench(args.rows, args.files, args.repeat, args.format_version)
+    print(f"v{args.format_version}, {args.rows:,} rows in {args.files} files, {matched:,} "
+          f"matching {FILTER!r}; "
           f"baseline spark.read.parquet(...).filter(...).count(): {scan_s:.2f} s")
     print("| delete mode | icepark s | Spark scan s | ratio |")
     print("|---|---:|---:|---:|")

@@ -9,6 +9,7 @@ icepark reader returns afterwards are what SQL's DELETE leaves.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from icepark.errors import CommitFailed, CommitStateUnknown
 from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.io.parquet.delete_writer import PositionDeleteWriter
+from icepark.spark.rowlevel import positions
 from icepark.spark.rowlevel.delete import delete_rows
 from icepark.spec.manifest import DataFile, ManifestContent
 from icepark.table.table import Table
 from tests.spark.test_delete import ROWS, _check, _expected, _files, _make
+from tests.spark.test_delete_granularity import _ids
 
 pytestmark = pytest.mark.spark
 MOR = "merge-on-read"
@@ -156,3 +159,39 @@ def test_failed_commit_leaves_no_puffin_file(spark: SparkSession, tmp_path: Path
         delete_rows(spark, table, "x > 30")
     new = _files(tmp_path) - before
     assert new and all(p.name.endswith("-deletes.puffin") for p in new)
+
+
+def _vectors(table: Table) -> list[tuple[tuple[int, ...], int]]:
+    """The live deletion vectors, by the rows of the data file each covers (file names are
+    random), with how many rows each deletes."""
+    return sorted((_ids(d.referenced_data_file or ""), d.record_count)
+                  for d in live_deletes(table))
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_vectors_written_on_the_driver_or_in_tasks_are_the_same(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        partitioned: bool) -> None:
+    """A delete whose files hold few rows writes its vectors on the driver
+    (``DRIVER_POSITIONS``), a larger one in tasks: the same vectors (merged with the earlier
+    ones), files removed whole and rows left either way."""
+    # the first-appended files go whole, then vectors, then vectors merged with them
+    wheres = ["x IS NULL OR x < 20", "x > 30", "id < 10 OR x > 25"]
+    outcomes, names = [], []
+    for limit, folder in ((positions.DRIVER_POSITIONS, "driver"), (0, "tasks")):
+        monkeypatch.setattr(positions, "DRIVER_POSITIONS", limit)
+        table = _make(tmp_path / folder, MOR, partitioned, version=3)
+        steps = []
+        for where in wheres:
+            result = delete_rows(spark, table, where)
+            steps.append((dataclasses.replace(result, snapshot_id=None), _vectors(table),
+                          sorted(_ids(t.data_file.file_path)
+                                 for t in table.refresh().scan().plan_files())))
+        outcomes.append(steps)
+        names.append({"-driver-" in Path(d.file_path).name for d in live_deletes(table)})
+        _check(spark, table, _expected(lambda r: not (
+            (r["x"] or 0) > 30 or r["id"] < 10 or (r["x"] or 0) > 25
+            or r["x"] is None or r["x"] < 20)), peers=False)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0][0].removed_files > 0 and outcomes[0][2][0].delete_files > 0
+    assert names == [{True}, {False}]  # written on the driver, then by the tasks

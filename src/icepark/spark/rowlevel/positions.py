@@ -23,9 +23,10 @@ from a scan, so each scan task writes the delete files of the data files it read
 (:func:`~icepark.spark.rowlevel.delete_tasks.write_file_deletes`), and the driver adds up the
 counts per file to find the files removed whole (a large file may be split between tasks;
 the delete files written for a file removed whole are deleted before the commit). Where the
-files scanned hold few rows (:data:`DRIVER_POSITIONS`), the positions are collected to the
-driver as Arrow instead and the same function writes them there: a Spark job's exchange with
-its Python workers costs more than writing a few small files.
+files scanned hold few rows (:data:`DRIVER_POSITIONS`), a DELETE's positions (v2 ``file``
+granularity, v3 deletion vectors) are collected to the driver as Arrow instead and the same
+function a task runs writes them there: a Spark job's exchange with its Python workers (and,
+for vectors, the shuffle that sorts the positions) costs more than writing a few small files.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
 
@@ -60,12 +64,12 @@ from icepark.table.scan.tasks import FileScanTask
 from icepark.table.table import Table
 
 DRIVER_POSITIONS = 4 * 1024 * 1024
-"""A DELETE's v2 ``file``-granularity positions are written on the driver when the data files
-it scans hold at most this many rows, so that it can find no more positions than that: 12 bytes
-each in Arrow (the file number and the position), 48 MiB at most. Above it the scan's tasks
-write them, through Python workers: for 19,074 positions in 2,000,000 rows
-(``benchmarks/bench_spark_delete.py``, in turns) the whole delete took 0.35 s that way and
-0.28 s with them written here."""
+"""A DELETE's positions (v2 ``file`` granularity, or v3 deletion vectors) are written on the
+driver when the data files it scans hold at most this many rows, so that it can find no more
+positions than that: 12 bytes each in Arrow (the file number and the position), 48 MiB at
+most. Above it the scan's tasks write them, through Python workers: for 19,074 positions in
+2,000,000 rows (``benchmarks/bench_spark_delete.py``, v2, in turns) the whole delete took
+0.35 s that way and 0.28 s with them written here."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,10 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
     assumed away. On a failure every file of the job is deleted."""
     metadata = table.metadata
     vectors = metadata.format_version >= 3
+    if from_scan and unique is None and vectors and \
+            sum(f.record_count for f in files) <= DRIVER_POSITIONS:
+        return _write_vectors_here(spark, table, positions, files, tasks,
+                                   planned_whole=planned_whole)
     if from_scan and unique is None and not vectors and \
             delete_granularity(metadata) == FILE_GRANULARITY:
         return _write_file_deletes(spark, table, positions, files, tasks,
@@ -180,6 +188,43 @@ def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
     return WrittenDeletes(pos.job_id, pos.data_path,
                           [f for f in written if f.file_path not in dropped], whole,
                           sum(n for path, n in counts.items() if path not in gone), [])
+
+
+def _write_vectors_here(spark: SparkSession, table: Table, positions: DataFrame,
+                        files: Sequence[DataFile], tasks: Sequence[FileScanTask], *,
+                        planned_whole: Collection[str]) -> WrittenDeletes:
+    """A DELETE's deletion vectors (v3), from positions collected to the driver where
+    ``files`` hold at most :data:`DRIVER_POSITIONS` rows, written there as one task of the
+    job would write them (:func:`~icepark.spark.rowlevel.dv_tasks.write_vectors`)."""
+    dv = _vector_task(table, tasks)
+    try:
+        with scoped_conf(spark, SMALL_JOB_SETTINGS):
+            found = positions.select(FILE_NUMBER, ROW_POSITION).toArrow()
+        written, whole, counts = dv_tasks.write_vectors(
+            dv, [_sorted_here(found, files, tasks, planned_whole)], "driver")
+    except BaseException:
+        delete_job_files(table.io, dv.data_path, dv.job_id, [])
+        raise
+    return WrittenDeletes(dv.job_id, dv.data_path, written, whole,
+                          sum(c.rows for c in counts), replaced_deletes(written, tasks))
+
+
+def _sorted_here(found: pa.Table, files: Sequence[DataFile], tasks: Sequence[FileScanTask],
+                 planned_whole: Collection[str]) -> pa.RecordBatch:
+    """``found`` (file numbers into ``files`` and positions) as :func:`sorted_positions` gives
+    them to a deletion vector task: ``file_path``, ``pos`` and whether the file goes whole,
+    sorted by file and position."""
+    order = pc.sort_indices(found, [(FILE_NUMBER, "ascending"), (ROW_POSITION, "ascending")])
+    numbers = found.column(FILE_NUMBER).take(order).combine_chunks()
+    matched = np.bincount(numbers.to_numpy(), minlength=len(files))
+    by_path = {t.data_file.file_path: t for t in tasks}
+    whole = [f.file_path in planned_whole or (
+        (t := by_path.get(f.file_path)) is not None and not t.delete_files
+        and int(n) == f.record_count) for f, n in zip(files, matched, strict=True)]
+    return pa.record_batch({
+        "file_path": pa.array([f.file_path for f in files], pa.string()).take(numbers),
+        "pos": found.column(ROW_POSITION).take(order).combine_chunks(),
+        WHOLE_COLUMN: pa.array(whole, pa.bool_()).take(numbers)})
 
 
 def replaced_deletes(files: Sequence[DataFile], tasks: Sequence[FileScanTask]
