@@ -23,7 +23,7 @@ from icepark.io.avro.compiled import Converter, compile_reader
 from icepark.io.avro.encoder import zigzag_varint
 from icepark.io.avro.header import encode_header
 from icepark.io.avro.reader import open_blocks
-from tests.io.test_avro_inflate import RECORDS, SCHEMA, _corruptions, _file
+from tests.io.test_avro_inflate import CORRUPTIONS, RECORDS, SCHEMA, _corruptions, _file
 
 ahead = native.inflate_ahead()
 pytestmark = pytest.mark.skipif(ahead is None, reason="numba or zlib cannot be loaded")
@@ -98,8 +98,7 @@ def test_files_of_other_codecs_are_not_taken(codec: str) -> None:
     assert ahead.deflated(_file(RECORDS[:5], codec)) is None
 
 
-@pytest.mark.parametrize("what", ["truncated", "sync marker", "deflate stream", "cut stream",
-                                  "not avro", "record count"])
+@pytest.mark.parametrize("what", CORRUPTIONS)
 def test_a_corrupt_file_is_handed_back_as_nothing(what: str) -> None:
     """What ``inflated`` leaves as it is (for the reader to report) comes back as None, the
     other files of its batch inflated."""

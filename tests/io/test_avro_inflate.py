@@ -15,6 +15,7 @@ import pytest
 
 from icepark.errors import CorruptFile
 from icepark.io.avro import native
+from icepark.io.avro.encoder import zigzag_varint
 from icepark.io.avro.reader import open_blocks, open_reader
 from icepark.io.avro.varint import read_long
 
@@ -103,6 +104,12 @@ def _corruptions(content: bytes) -> dict[str, bytes]:
     (start, end), *_ = _block_spans(content)[5:]
     first = _block_spans(content)[0]
     too_many = content[:first[0] - 2] + bytes([0x80, 0x7D]) + content[first[0] - 1:]
+    # a file's one count, whose records' smallest size (2 bytes) times it wraps past a long,
+    # and a size that wraps past a long when added to the block's position
+    one = _file(RECORDS[:1])
+    (one_start, _), = _block_spans(one)
+    wrapping_count = one[:one_start - 2] + zigzag_varint(2**62) + one[one_start - 1:]
+    wrapping_size = content[:first[0] - 1] + zigzag_varint(2**63 - 8) + content[first[0]:]
     return {
         "truncated": content[:-5],
         "sync marker": content[:-3] + bytes([content[-3] ^ 0xFF]) + content[-2:],
@@ -110,11 +117,16 @@ def _corruptions(content: bytes) -> dict[str, bytes]:
         "cut stream": content[:start] + content[start:end - 2] + content[end:],
         "not avro": b"PAR1" + content[4:],
         "record count": too_many,
+        "record count past a long": wrapping_count,
+        "block size past a long": wrapping_size,
     }
 
 
-@pytest.mark.parametrize("what", ["truncated", "sync marker", "deflate stream", "cut stream",
-                                  "not avro", "record count"])
+CORRUPTIONS = ["truncated", "sync marker", "deflate stream", "cut stream", "not avro",
+               "record count", "record count past a long", "block size past a long"]
+
+
+@pytest.mark.parametrize("what", CORRUPTIONS)
 def test_a_corrupt_file_is_left_to_the_reader_which_reports_it(what: str) -> None:
     content = _corruptions(_file(RECORDS))[what]
     assert _inflated(content) is content

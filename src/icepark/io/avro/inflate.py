@@ -96,7 +96,9 @@ def frame(d: Any, start: int, sync: Any) -> tuple[int, Any, Any, Any]:  # pragma
         if status:
             return BAD_FRAME, counts[:0], offsets[:0], sizes[:0]
         status, size, p = varint(d, p, n)
-        if status or count < 0 or size < 0 or p + size + 16 > n:
+        # sizes compared with what is left, never added to a position: a size near 2**63
+        # would wrap around past the end
+        if status or count < 0 or size < 0 or size > n - p - 16:
             return BAD_FRAME, counts[:0], offsets[:0], sizes[:0]
         for i in range(16):
             if d[p + size + i] != sync[i]:
@@ -137,7 +139,10 @@ def inflate_blocks(  # noqa: PLR0917 - compiled: numba passes arguments by posit
         if result != _Z_STREAM_END:
             status = NEED_ROOM if written + made == room else BAD_STREAM
             break
-        if counts[i] * smallest > made:
+        # no product, which could wrap past a long (a reader's records are never empty:
+        # ``smallest`` is 1 at least), so the counts of the inflated blocks add up to less
+        # than the bytes made
+        if counts[i] > made // max(smallest, 1):
             status = TOO_MANY
             break
         written += made

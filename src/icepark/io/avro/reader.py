@@ -368,8 +368,10 @@ def _strip_logical_types(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-    if "fields" in schema:
-        out["fields"] = [{**f, "type": _strip_logical_types(f["type"])} for f in schema["fields"]]
+    fields = schema.get("fields")
+    if isinstance(fields, list):  # anything else is fastavro's to reject, or to ignore
+        out["fields"] = [{**f, "type": _strip_logical_types(f["type"])}
+                         if isinstance(f, dict) and "type" in f else f for f in fields]
     return out
 
 

@@ -172,9 +172,13 @@ class EntryDecoder:
 
         def convert(values: tuple[Any, ...]) -> tuple[Any, ...]:
             out = []
-            for i, conv in picks:
-                v = None if i is None else values[i]
-                out.append(v if v is None or conv is None else conv(v))
+            try:
+                for i, conv in picks:
+                    v = None if i is None else values[i]
+                    out.append(v if v is None or conv is None else conv(v))
+            except ValidationError as e:  # a value its type cannot have
+                raise CorruptFile(f"{self._location} has a partition value its type cannot "
+                                  f"have: {e}") from None
             return tuple(out)
 
         return convert
