@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
+import uuid
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 
 from icepark.catalog import BaseCatalog
+from icepark.errors import CommitFailed
 from icepark.spark.datasource.source import register
+from icepark.spark.writer.tasks import WriteTask, delete_job_files, write_batches
 from icepark.spark.writer.write import JOB_ID_PROPERTY
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -87,5 +93,30 @@ def test_task_failure_aborts_and_deletes(spark: SparkSession, table: Table,
         boom("id").alias("id"), (F.col("id") % 3).cast("string").alias("s"))
     with pytest.raises(Exception, match="injected failure"):
         writer(df, tmp_path, "append").save("db.t")
+    # Spark reports the failure while the job's other tasks may still run (a cancelled task
+    # is not stopped): one that writes its files after the driver's listing deletes them
+    # itself once they are written, so no file is left once the tasks end
+    deadline = time.monotonic() + 120
+    while data_files_on_disk(table) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert data_files_on_disk(table) == []
     assert table.refresh().current_snapshot() is None
+
+
+def test_a_task_finishing_after_the_abort_deletes_its_files(table: Table) -> None:
+    """The driver marks the job aborted before it lists the job's files; a task that writes
+    its files after that listing finds the mark and deletes them."""
+    task = WriteTask(uuid.uuid4().hex, table.location, table.properties, table.schema(),
+                     table.spec())
+    batch = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]})
+    assert delete_job_files(table.io, task.data_path, task.job_id, tasks_may_run=True,
+                            settle_seconds=0, max_rounds=1) == 0  # nothing written yet
+    with pytest.raises(CommitFailed, match=f"{task.job_id} was aborted"):
+        write_batches(task, [batch], table.io)
+    assert data_files_on_disk(table) == []
+    # after a job whose tasks all ended (a failed commit) no mark is left: files stay
+    other = dataclasses.replace(task, job_id=uuid.uuid4().hex)
+    delete_job_files(table.io, other.data_path, other.job_id, settle_seconds=0, max_rounds=1)
+    written = write_batches(other, [batch], table.io)
+    assert sorted(str(p) for p in data_files_on_disk(table)) == sorted(
+        f.file_path.removeprefix("file://") for f in written)

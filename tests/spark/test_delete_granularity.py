@@ -15,11 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from icepark.errors import ValidationError
+from icepark.errors import CommitFailed, ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
-from icepark.spark.rowlevel import delete_tasks, positions
+from icepark.io.puffin.deletion_vector import write_deletion_vectors
+from icepark.spark.rowlevel import delete_tasks, dv_tasks, positions
 from icepark.spark.rowlevel.delete import DeleteResult, delete_rows
 from icepark.spark.rowlevel.update import update_rows
+from icepark.spark.writer.tasks import abort_marker
 from icepark.spec.manifest import DataFile
 from icepark.spec.reserved import FILE_PATH
 from icepark.table.table import Table
@@ -206,4 +208,44 @@ def test_a_failed_write_on_the_driver_leaves_no_files(spark: SparkSession, tmp_p
         delete_rows(spark, table, EVERY_4TH)
     assert all(calls)  # files were written before the failure
     assert {p for p in tmp_path.rglob("*") if p.is_file()} == files_before
+    assert table.refresh().metadata_location == location
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_files_written_after_an_abort_are_deleted(spark: SparkSession, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         version: int) -> None:
+    """A job marked aborted (the driver gave up on it while its tasks ran) by the time its
+    position deletes (v2) or deletion vectors (v3) are written: they are deleted, and nothing
+    is committed. The positions are written on the driver here, by the code its tasks run."""
+    table = _make(tmp_path, "merge-on-read", partitioned=True, version=version)
+    files_before = {p for p in tmp_path.rglob("*") if p.is_file()}
+    location = table.metadata_location
+    marked: list[str] = []
+
+    def mark(file_io: Any, data_path: str, job_id: str) -> None:
+        marker = abort_marker(data_path, job_id)
+        file_io.new_output(marker).write(b"", overwrite=True)
+        marked.append(marker.removeprefix("file://"))
+
+    close = delete_tasks._GroupWriters.close
+
+    def close_then_abort(self: Any) -> list[DataFile]:
+        written = close(self)
+        assert written
+        mark(self.file_io, self._task.data_path, self._task.job_id)
+        return written
+
+    def write_then_abort(file_io: Any, puffin: str, vectors: Any) -> Any:
+        written = write_deletion_vectors(file_io, puffin, vectors)
+        data_path, name = puffin.rsplit("/", 1)
+        mark(file_io, data_path, name[:36])  # the job's UUID
+        return written
+
+    monkeypatch.setattr(delete_tasks._GroupWriters, "close", close_then_abort)
+    monkeypatch.setattr(dv_tasks, "write_deletion_vectors", write_then_abort)
+    with pytest.raises(CommitFailed, match="was aborted"):
+        delete_rows(spark, table, EVERY_4TH)
+    assert len(marked) == 1
+    assert {p for p in tmp_path.rglob("*") if p.is_file()} == files_before | {Path(marked[0])}
     assert table.refresh().metadata_location == location

@@ -146,9 +146,10 @@ class IcebergWriter(DataSourceArrowWriter):
             return
         if committed_job(table.metadata, self.task.job_id):
             return
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # a task that did not finish may still run
             delete_job_files(table.io, self.task.data_path, self.task.job_id,
-                             [f.file_path for f in _files(messages)])
+                             [f.file_path for f in _files(messages)],
+                             tasks_may_run=any(m is None for m in messages))
 
 
 def _files(messages: list[WriterCommitMessage | None]) -> list[DataFile]:

@@ -39,7 +39,13 @@ import pyarrow.compute as pc
 
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.parquet.delete_writer import PositionDeleteWriter
-from icepark.spark.writer.tasks import collect_records, equal_runs, records_batch, task_id
+from icepark.spark.writer.tasks import (
+    check_not_aborted,
+    collect_records,
+    equal_runs,
+    records_batch,
+    task_id,
+)
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -96,6 +102,11 @@ class _GroupWriters:
         self._writer: PositionDeleteWriter | None = None
         self._files: list[DataFile] = []
         self._created: list[PositionDeleteWriter] = []
+
+    @property
+    def file_io(self) -> FileIO:
+        """What the files are written with."""
+        return self._io
 
     def write(self, group: int, rows: pa.RecordBatch, data_file: str | None = None) -> None:
         """Write ``rows`` of ``group`` (of one ``data_file`` if given: a writer of its own)."""
@@ -172,6 +183,7 @@ def write_position_deletes(task: PositionDeleteTask, batches: Iterable[pa.Record
                 writers.write(int(groups[start].as_py()), rows.slice(start, end - start),
                               paths[start].as_py() if task.file_scoped else None)
         files = writers.close()
+        check_not_aborted(writers.file_io, task.data_path, task.job_id)
     except BaseException:
         writers.abort()
         raise
@@ -241,6 +253,7 @@ def write_file_deletes(task: PositionDeleteTask, files: Sequence[ScanFile],
                 found.append(FilePositions(scanned.file_path, end - start,
                                            tuple(f.file_path for f in written)))
         files_written = writers.close()
+        check_not_aborted(writers.file_io, task.data_path, task.job_id)
     except BaseException:
         writers.abort()
         raise

@@ -35,7 +35,7 @@ from icepark.io.arrow.deletes import DeleteCache, sorted_unique
 from icepark.io.fileio import ArrowFileIO, FileIO
 from icepark.io.puffin.deletion_vector import write_deletion_vectors
 from icepark.spark.rowlevel.delete_tasks import WHOLE_COLUMN, NewDeletes, RemovedFile
-from icepark.spark.writer.tasks import equal_runs, records_batch, task_id
+from icepark.spark.writer.tasks import check_not_aborted, equal_runs, records_batch, task_id
 from icepark.spec.manifest import DataFile
 from icepark.spec.schema import Schema
 from icepark.table.snapshot.locations import LocationProvider
@@ -108,6 +108,7 @@ def write_vectors(task: DeletionVectorTask, batches: Iterable[pa.RecordBatch],
     try:
         written = write_deletion_vectors(task.file_io, location, vectors)
         files = written.data_files(task.files)
+        check_not_aborted(task.file_io, task.data_path, task.job_id)
     except BaseException:
         with contextlib.suppress(Exception):
             task.file_io.delete(location)

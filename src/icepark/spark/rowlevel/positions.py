@@ -131,7 +131,7 @@ def write_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         with scoped_conf(spark, SMALL_JOB_SETTINGS):
             written, whole, added = delete_tasks.collect(job)
     except BaseException:
-        delete_job_files(table.io, data_path, job_id, [])
+        delete_job_files(table.io, data_path, job_id, [], tasks_may_run=True)
         raise
     replaced = replaced_deletes(written, tasks) if vectors else []
     return WrittenDeletes(job_id, data_path, written, whole, added, replaced)
@@ -157,9 +157,10 @@ def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
         f.file_path, index.get((f.spec_id, tuple(f.partition)), 0), f.file_path in planned_whole)
         for f in files)
     found_positions = positions.select(FILE_NUMBER, ROW_POSITION)
+    here = sum(f.record_count for f in files) <= DRIVER_POSITIONS
     try:
         with scoped_conf(spark, SMALL_JOB_SETTINGS):
-            if sum(f.record_count for f in files) <= DRIVER_POSITIONS:
+            if here:
                 written_here, found_here = delete_tasks.write_file_deletes(
                     pos, scanned, found_positions.toArrow().to_batches(), table.io, "driver")
                 records: list[object] = [*written_here, *found_here]
@@ -167,7 +168,7 @@ def _write_file_deletes(spark: SparkSession, table: Table, positions: DataFrame,
                 records = collect_records(found_positions.mapInArrow(
                     delete_tasks.file_map_function(pos, scanned), RECORDS))
     except BaseException:
-        delete_job_files(table.io, pos.data_path, pos.job_id, [])
+        delete_job_files(table.io, pos.data_path, pos.job_id, [], tasks_may_run=not here)
         raise
     written = [r for r in records if isinstance(r, DataFile)]
     found = [r for r in records if isinstance(r, delete_tasks.FilePositions)]

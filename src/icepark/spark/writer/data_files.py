@@ -86,15 +86,17 @@ class WrittenFiles:
     """Written by Spark's own Parquet writer (else by the Python workers)."""
     files: list[DataFile]
 
-    def abort(self, file_io: FileIO) -> None:
+    def abort(self, file_io: FileIO, *, tasks_may_run: bool = False) -> None:
         """Delete every file of the job; best effort. Only after a known commit failure:
-        after :class:`~icepark.errors.CommitStateUnknown` the files may be live."""
+        after :class:`~icepark.errors.CommitStateUnknown` the files may be live. After the
+        job itself failed (``tasks_may_run``), tasks it ran may still write files
+        (:func:`~icepark.spark.writer.tasks.delete_job_files`)."""
         if self.native:
             NativeWriteJob(self.job_id, self.data_path).abort(
                 file_io, [f.file_path for f in self.files])
         else:
             delete_job_files(file_io, self.data_path, self.job_id,
-                             [f.file_path for f in self.files])
+                             [f.file_path for f in self.files], tasks_may_run=tasks_may_run)
 
 
 def write_data_files(
@@ -131,7 +133,7 @@ def write_data_files(
             files = collect_files(distribute(df, metadata, schema).mapInArrow(
                 map_function(task), RECORDS))
     except BaseException as e:
-        written.abort(file_io)
+        written.abort(file_io, tasks_may_run=True)
         converted = task_error(e)
         if converted is e:
             raise

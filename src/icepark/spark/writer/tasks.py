@@ -22,7 +22,12 @@ stored in the data file." Two ways to split rows by partition:
 
 Files are named ``<data path>/<partition path>/<job id>-<task id>-<n>.parquet``: every file of
 one job carries the job's UUID, so the driver can find and delete every file of a failed job by
-listing (:func:`delete_job_files`), even those of tasks whose records it never received.
+listing (:func:`delete_job_files`), even those of tasks whose records it never received. Spark
+reports a failed job while its other tasks may still run (a cancelled task is not stopped, only
+no longer waited for), so the driver first marks the job aborted (:func:`abort_marker`) and a
+task that finishes its files after that finds the mark and deletes them itself
+(:func:`write_batches`): a task's files exist before it looks, so either the driver's listing
+finds them or the task finds the mark.
 
 What crosses to the executors is :class:`WriteTask`, a frozen value of primitives and spec
 values; what comes back is the pickled :class:`~icepark.spec.manifest.DataFile` records.
@@ -43,6 +48,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icepark.errors import CommitFailed
 from icepark.expressions import Expr, RowEvaluator
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.arrow.transforms import partition_batches, to_python_values
@@ -140,6 +146,11 @@ class TaskWriter:
                            RowEvaluator(task.schema, task.row_filter, task.case_sensitive))
         self._nanos = has_nanos(task.schema)
 
+    @property
+    def file_io(self) -> FileIO:
+        """What the files are written with."""
+        return self._io
+
     def write_batch(self, batch: pa.RecordBatch) -> None:
         """Write one batch (with partition columns when ``presorted``)."""
         if batch.num_rows == 0:
@@ -227,15 +238,19 @@ def equal_runs(parts: list[pa.Array], length: int) -> list[tuple[int, int]]:
 
 def write_batches(task: WriteTask, batches: Iterable[pa.RecordBatch],
                   file_io: FileIO | None = None) -> list[DataFile]:
-    """Write every batch of one task; on any error the task's files are deleted."""
+    """Write every batch of one task; on any error, or when the driver has marked the job
+    aborted by the time the files are written (:func:`abort_marker`), the task's files are
+    deleted."""
     writer = TaskWriter(task, file_io)
     try:
         for batch in batches:
             writer.write_batch(batch)
-        return writer.close()
+        files = writer.close()
+        check_not_aborted(writer.file_io, task.data_path, task.job_id)
     except BaseException:
         writer.abort()
         raise
+    return files
 
 
 def records_batch(records: Iterable[object]) -> pa.RecordBatch:
@@ -260,6 +275,31 @@ def map_function(task: WriteTask) -> Callable[[Iterator[pa.RecordBatch]],
     return run
 
 
+ABORTED = ".aborted"
+"""The name ending of a job's abort mark (:func:`abort_marker`)."""
+
+
+def abort_marker(data_path: str, job_id: str) -> str:
+    """``<data path>/<job id>.aborted``: an empty file :func:`delete_job_files` writes before
+    it lists the job's files (not one of them: it lacks the ``-`` after the job ID), and leaves
+    in place, for the tasks still running (:func:`check_not_aborted`). No table references it:
+    removing orphan files removes it."""
+    return f"{data_path}/{job_id}{ABORTED}"
+
+
+def check_not_aborted(file_io: FileIO, data_path: str, job_id: str) -> None:
+    """``CommitFailed`` when the driver has marked the job aborted (:func:`abort_marker`): a
+    task calls it once its files are written, and deletes them when it raises. A mark that
+    cannot be looked for counts as none (the driver's listing is then the only cleanup)."""
+    try:
+        aborted = file_io.exists(abort_marker(data_path, job_id))
+    except Exception:  # storage trouble is not an abort
+        return
+    if aborted:
+        raise CommitFailed(f"Write job {job_id} was aborted by the driver while this task "
+                           f"ran: its files are deleted")
+
+
 def job_files(file_io: FileIO, data_path: str, job_id: str) -> list[str]:
     """Every file of the job ``job_id`` under ``data_path`` (found by its name prefix)."""
     prefix = f"{job_id}-"
@@ -268,15 +308,21 @@ def job_files(file_io: FileIO, data_path: str, job_id: str) -> list[str]:
 
 
 def delete_job_files(file_io: FileIO, data_path: str, job_id: str,
-                     known: Iterable[str] = (), *, settle_seconds: float = 1.0,
-                     max_rounds: int = 10) -> int:
+                     known: Iterable[str] = (), *, tasks_may_run: bool = False,
+                     settle_seconds: float = 1.0, max_rounds: int = 10) -> int:
     """Delete every file the job wrote (``known`` records plus the prefix listing); best
     effort. Returns how many were deleted.
 
     When a job fails, Spark reports it while tasks cancelled with it may still be closing
-    files; so the listing is repeated, ``settle_seconds`` apart, until a round finds nothing
-    new (at most ``max_rounds`` rounds).
+    files; so after a failed job (``tasks_may_run``) the job is first marked aborted
+    (:func:`abort_marker`: a task that writes its files after this deletes them itself), and
+    the listing is repeated, ``settle_seconds`` apart, until a round finds nothing new (at
+    most ``max_rounds`` rounds). After a job whose every task ended (a failed commit) there is
+    no mark to leave.
     """
+    if tasks_may_run:
+        with contextlib.suppress(Exception):  # best effort, as the rest
+            file_io.new_output(abort_marker(data_path, job_id)).write(b"", overwrite=True)
     deleted: set[str] = set()
     pending = set(known)
     for round_number in range(max_rounds):
