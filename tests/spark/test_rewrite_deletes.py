@@ -4,7 +4,9 @@ commit that meets a concurrent change fails cleanly and deletes what it wrote.""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,8 +19,10 @@ from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spark.maintenance import deletes as deletes_module
 from icepark.spark.maintenance.deletes import rewrite_position_delete_files
 from icepark.spark.rowlevel.delete import delete_rows
+from icepark.spark.writer.tasks import abort_marker
 from icepark.spec.manifest import ManifestContent, ManifestEntry
 from icepark.spec.reserved import FILE_PATH
+from icepark.table.snapshot.locations import LocationProvider
 from icepark.table.table import Table
 from tests.spark.test_delete import ROWS, _check, _expected, _files, _make
 
@@ -168,3 +172,26 @@ def test_bad_options_are_refused(spark: SparkSession, tmp_path: Path) -> None:
         rewrite_position_delete_files(spark, table, options={"rewrite_all": "true"})
     with pytest.raises(ValidationError, match="must be >= 1"):
         rewrite_position_delete_files(spark, table, options={"min-input-files": "0"})
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_tasks_of_an_aborted_job_delete_what_they_wrote(spark: SparkSession, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        version: int) -> None:
+    """The job marked aborted (as the driver marks a failed job) before its tasks finish:
+    each deletes the delete files it wrote, the job fails and nothing is committed."""
+    table = _make(tmp_path, MOR, partitioned=True)
+    keep = _three_deletes(spark, table)
+    if version == 3:  # v2 position deletes left, to turn into vectors
+        table = table.refresh().upgrade_format_version(3).refresh()
+    job = uuid.uuid4()
+    monkeypatch.setattr(deletes_module, "uuid", SimpleNamespace(uuid4=lambda: job))
+    data_path = LocationProvider.of(table.metadata).data_path
+    table.io.new_output(abort_marker(data_path, str(job))).write(b"", overwrite=True)
+    files_before = _files(tmp_path)
+    location = table.metadata_location
+    with pytest.raises(Exception, match=f"{job} was aborted"):
+        rewrite_position_delete_files(spark, table, options={"rewrite-all": "true"})
+    assert {p.name for p in _files(tmp_path) - files_before} == set()
+    assert table.refresh().metadata_location == location
+    _check(spark, table, _expected(keep))

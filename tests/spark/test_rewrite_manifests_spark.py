@@ -4,7 +4,9 @@ that lost to a concurrent change deletes the manifests its tasks wrote."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -16,12 +18,15 @@ from icepark.errors import ValidationError
 from icepark.io.arrow.schema import to_arrow_schema
 from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.manifest_list import read_manifest_list
+from icepark.spark.maintenance import manifests as manifests_module
 from icepark.spark.maintenance.manifests import _write_in_spark, rewrite_manifests
 from icepark.spark.reader.read import read
+from icepark.spark.writer.tasks import abort_marker
 from icepark.spec.manifest import EntryStatus, ManifestEntry
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import LONG, STRING, NestedField
+from icepark.table.snapshot.locations import LocationProvider
 from icepark.table.snapshot.rewrite_manifests import RewriteManifests, partition_sort_key
 from icepark.table.table import Table
 
@@ -117,3 +122,20 @@ def test_a_concurrent_change_fails_the_commit_and_deletes_the_new_manifests(
     assert before is not None and head is not None
     assert head.parent_snapshot_id == before.snapshot_id  # only the delete was committed
     assert victim not in {e.data_file.file_path for e in _entries(table) if e.is_live}
+
+
+def test_tasks_of_an_aborted_job_delete_the_manifests_they_wrote(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job marked aborted (as the driver marks a failed job) before its tasks finish:
+    each deletes the manifests it wrote, the job fails and nothing is committed."""
+    table = _make(tmp_path, appends=4)
+    job = uuid.uuid4()
+    monkeypatch.setattr(manifests_module, "uuid", SimpleNamespace(uuid4=lambda: job))
+    metadata_path = LocationProvider.of(table.metadata).metadata_path
+    table.io.new_output(abort_marker(metadata_path, str(job))).write(b"", overwrite=True)
+    files_before = {p for p in tmp_path.rglob("*") if p.is_file()}
+    location = table.metadata_location
+    with pytest.raises(Exception, match=f"{job} was aborted"):
+        rewrite_manifests(spark, table, target_size_bytes=1, distributed=True)
+    assert {p for p in tmp_path.rglob("*") if p.is_file()} == files_before
+    assert table.refresh().metadata_location == location

@@ -36,7 +36,13 @@ from icepark.io.puffin.deletion_vector import write_deletion_vectors
 from icepark.spark.frames import local_frame
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.tables import TableLike, resolve
-from icepark.spark.writer.tasks import collect_records, delete_job_files, records_batch, task_id
+from icepark.spark.writer.tasks import (
+    collect_records,
+    delete_job_files,
+    keep_unless_aborted,
+    records_batch,
+    task_id,
+)
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -147,6 +153,8 @@ def _map_function(task: DeleteTask, groups: Sequence[DeleteGroup]
         base = task_id()
         results = [rewrite_group(task, groups[i], f"{base}-{i}")
                    for batch in batches for i in batch.column(0).to_pylist()]
+        keep_unless_aborted(task.file_io, task.data_path, task.job_id,
+                            [f.file_path for r in results for f in r.added])
         yield records_batch(results)
 
     return run
@@ -188,7 +196,7 @@ def _rewrite(spark: SparkSession, table: Table, options: DeleteRewriteOptions,
         try:
             results = [r for r in collect_records(job) if isinstance(r, GroupResult)]
         except BaseException:
-            delete_job_files(table.io, task.data_path, task.job_id)
+            delete_job_files(table.io, task.data_path, task.job_id, tasks_may_run=True)
             raise
     chunks = _chunks(results, options)
     out = RewriteDeletesResult()

@@ -31,7 +31,13 @@ from icepark.io.manifest.manifest import read_manifest
 from icepark.spark.frames import local_frame
 from icepark.spark.progress import ProgressCallback, track
 from icepark.spark.tables import TableLike, resolve
-from icepark.spark.writer.tasks import collect_records, delete_job_files, records_batch, task_id
+from icepark.spark.writer.tasks import (
+    collect_records,
+    delete_job_files,
+    keep_unless_aborted,
+    records_batch,
+    task_id,
+)
 from icepark.spec.manifest import ManifestFile
 from icepark.spec.partitioning import PartitionSpec
 from icepark.table.snapshot.locations import LocationProvider
@@ -92,7 +98,8 @@ def _write_in_spark(spark: SparkSession, table: Table, change: RewriteManifests,
         for group in groups:
             added += _write_group(spark, table, change, group, job_id, metadata_path)
     except BaseException:
-        delete_job_files(table.io, metadata_path, job_id, [m.manifest_path for m in added])
+        delete_job_files(table.io, metadata_path, job_id, [m.manifest_path for m in added],
+                         tasks_may_run=True)
         raise
     rewritten = [m for g in groups for m in g.manifests]
     try:
@@ -165,7 +172,9 @@ def _writer(file_io: FileIO, target: ManifestTarget, job_id: str, metadata_path:
         def location() -> str:
             return f"{metadata_path}/{job_id}-{name}-m{next(counter)}.avro"
 
-        yield records_batch(write_sorted(file_io, target, entries(), location))
+        written = write_sorted(file_io, target, entries(), location)
+        keep_unless_aborted(file_io, metadata_path, job_id, [m.manifest_path for m in written])
+        yield records_batch(written)
 
     return run
 

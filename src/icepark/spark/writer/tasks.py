@@ -300,6 +300,19 @@ def check_not_aborted(file_io: FileIO, data_path: str, job_id: str) -> None:
                            f"ran: its files are deleted")
 
 
+def keep_unless_aborted(file_io: FileIO, data_path: str, job_id: str,
+                        written: Iterable[str]) -> None:
+    """:func:`check_not_aborted` for a task whose files are ``written``: they are deleted
+    (best effort) before ``CommitFailed`` is raised."""
+    try:
+        check_not_aborted(file_io, data_path, job_id)
+    except CommitFailed:
+        for location in written:
+            with contextlib.suppress(Exception):
+                file_io.delete(location)
+        raise
+
+
 def job_files(file_io: FileIO, data_path: str, job_id: str) -> list[str]:
     """Every file of the job ``job_id`` under ``data_path`` (found by its name prefix)."""
     prefix = f"{job_id}-"
