@@ -14,7 +14,8 @@ also planned with its manifests as other engines write them (``--layouts``):
   manifests as before, clustered by partition; Iceberg 1.10.2 in ``.venv-javaref``).
 
 Three scans per table, each timed as the wall time to list every planned file (``plan_files``)
-after the metadata is loaded, best of ``--repeat`` runs:
+after the metadata is loaded, best of ``--repeat`` runs after ``--warmup`` untimed ones (the
+medians of every timed run are reported too):
 
 * full: no filter;
 * partition: ``c3`` within three days, pruned by partition summaries and partition values;
@@ -36,13 +37,17 @@ whole block, ``Finish.valid_at_once``) and with local manifests read ahead a fil
 turns. pyiceberg runs in its
 own process. With ``--java``, the reference plans the same metadata file through a static
 table in its own JVM (its manifest reading, worker pool and JIT), timed after five untimed
-runs of each scan. Peak RSS (``resource.getrusage``) is each Python process's own.
+runs of each scan, as many times as icepark's two processes together, in a session started
+after icepark's runs and closed before the next ones (an idle Spark driver's threads would
+take turns with icepark's on the same cores). Peak RSS (``resource.getrusage``) is each
+Python process's own.
 ``--baselines`` chooses among the five baselines (``python``, ``in_decoder``,
 ``four_readers``, ``row_checks``, ``by_file``); ``--no-baselines`` leaves them all out (for
 the large table, whose runs are long).
 
     PYTHONPATH=src:. python benchmarks/bench_planning.py [--large | --sizes 100k,1m]
-        [--repeat N] [--java] [--layouts icepark,pyiceberg,java] [--no-pyiceberg]
+        [--repeat N] [--warmup N] [--rounds N] [--java] [--layouts icepark,pyiceberg,java]
+        [--no-pyiceberg]
         [--baselines python,in_decoder,four_readers,row_checks,by_file | --no-baselines]
         [--cache DIR]
 """
@@ -53,6 +58,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import struct
 import subprocess
 import sys
@@ -281,7 +287,7 @@ for name, f in filters.items():
     times = []
     for _ in range(REPEAT):
         started = time.perf_counter(); count = plan(f); times.append(time.perf_counter() - started)
-    result[name] = {"seconds": min(times), "files": count, "first": first}
+    result[name] = {"seconds": min(times), "files": count, "first": first, "times": times}
 """
 
 
@@ -323,9 +329,13 @@ def java_planner_times(metadata_file: str, repeat: int, warmup: int = 5,
 
 
 def best_of(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each scan's fastest timing among ``results`` (rounds of one system's timings)."""
-    return {scan: min((r[scan] for r in results), key=lambda t: t["seconds"])
-            for scan in FILTERS}
+    """Each scan's fastest timing among ``results`` (rounds of one system's timings), with the
+    median of every timed run of them (``median``)."""
+    best: dict[str, Any] = {}
+    for scan in FILTERS:
+        best[scan] = dict(min((r[scan] for r in results), key=lambda t: t["seconds"]))
+        best[scan]["median"] = statistics.median(t for r in results for t in r[scan]["times"])
+    return best
 
 
 # ----------------------------------------------------------------------------- workers
@@ -378,31 +388,39 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def worker(library: str, metadata_file: str, repeat: int) -> dict[str, Any]:
-    """Time every scan ``repeat`` times in this process; peak RSS at the end."""
+def worker(library: str, metadata_file: str, repeat: int, warmup: int = 0) -> dict[str, Any]:
+    """Time every scan ``repeat`` times in this process, after ``warmup`` untimed runs of it
+    (the first run of a process also loads the compiled kernel and generates the manifest
+    readers); peak RSS at the end."""
     make = icepark_planner if library == "icepark" else pyiceberg_planner
     plan = make(metadata_file)
     out: dict[str, Any] = {}
     for name, row_filter in FILTERS.items():
         times, cpu, count = [], [], 0
+        first = None  # the process's first run of this scan, timed or not
+        for _ in range(warmup):
+            started = time.perf_counter()
+            plan(row_filter)
+            first = first or time.perf_counter() - started
         for _ in range(repeat):
             started, cpu_started = time.perf_counter(), _cpu_seconds()
             count = plan(row_filter)
             times.append(time.perf_counter() - started)
             cpu.append(_cpu_seconds() - cpu_started)
         out[name] = {"seconds": min(times), "cpu": min(cpu), "files": count,
-                     "first": times[0]}
+                     "first": first or times[0], "times": times}
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["children_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return out
 
 
-def run_worker(library: str, metadata_file: str, repeat: int, **environ: str
+def run_worker(library: str, metadata_file: str, repeat: int, warmup: int = 0, **environ: str
                ) -> dict[str, Any]:
     env = {**os.environ, **environ, "PYTHONPATH": os.pathsep.join(
         p for p in ("src", ".", os.environ.get("PYTHONPATH", "")) if p)}
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", library, metadata_file, "--repeat", str(repeat)],
+        [sys.executable, __file__, "--worker", library, metadata_file, "--repeat", str(repeat),
+         "--warmup", str(warmup)],
         check=True, capture_output=True, text=True, env=env)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -416,8 +434,8 @@ BASELINES = {"python": {"ICEPARK_AVRO_KERNEL": "0"},
 """icepark's own baselines: the environment of each (see :func:`uncached_runs`)."""
 
 
-def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tuple(BASELINES)
-                  ) -> dict[str, dict[str, Any]]:
+def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tuple(BASELINES),
+                  warmup: int = 0) -> dict[str, dict[str, Any]]:
     """icepark's uncached planning with the compiled kernel (``uncached``) and the chosen
     ``baselines``: the generated Python decoder alone (``python``), the kernel but the
     manifests read ahead left deflated (``in_decoder``: :data:`icepark.table.scan.planner.
@@ -426,12 +444,14 @@ def uncached_runs(metadata_file: str, repeat: int, baselines: Sequence[str] = tu
     of data files checked row by row (``row_checks``: no ``Finish.valid_at_once``), local
     manifests read ahead and inflated a file at a time on a thread, the kernel run by the
     decoding thread (``by_file``: not in batches, :mod:`icepark.table.scan.read_ahead`), two
-    processes each, in turns: the best of each scan over both."""
+    processes each, in turns (each after ``warmup`` untimed runs of every scan): the best of
+    each scan over both."""
     variants = [("uncached", {}), *((name, BASELINES[name]) for name in baselines)]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
     for _ in range(2):
         for name, environ in variants:
-            runs[name].append(run_worker("icepark", metadata_file, repeat, BENCH_CACHE="false",
+            runs[name].append(run_worker("icepark", metadata_file, repeat, warmup,
+                                         BENCH_CACHE="false",
                                          ICEPARK_PLANNING_WORKERS="1", **environ))
     best: dict[str, dict[str, Any]] = {}
     for name, results in runs.items():
@@ -460,21 +480,28 @@ def interleaved(metadata_file: str, args: argparse.Namespace) -> dict[str, dict[
     """icepark's uncached runs (:func:`uncached_runs`) and, with ``--java``, the reference's
     timings, in ``--rounds`` turns, each the best over the rounds: the machine's speed drifts
     within minutes, and turns let both systems see the same spells of it. Each round starts
-    the reference afresh, warmed up by five untimed runs per scan (the issue's protocol; its
-    JIT keeps getting faster with more: ``--keep-java`` keeps one session for all rounds)."""
-    java = JavaPlanner(metadata_file, args.java_threads) if args.java else None
+    the reference afresh after icepark's runs, warmed up by five untimed runs per scan (the
+    issue's protocol; its JIT keeps getting faster with more: ``--keep-java`` keeps one
+    session for all rounds), and closes it before the next round's: no JVM is alive while
+    icepark is timed (an idle Spark driver's threads take turns on the same two cores). The
+    reference is timed ``2 * --repeat`` times a round, as many runs as icepark's two
+    processes time."""
+    java = None
     rounds: list[dict[str, dict[str, Any]]] = []
     timed: list[dict[str, Any]] = []
     try:
         for turn in range(args.rounds):
             rounds.append(uncached_runs(metadata_file, args.repeat,
-                                        () if args.no_baselines else args.baselines.split(",")))
-            if java is None:
+                                        () if args.no_baselines else args.baselines.split(","),
+                                        args.warmup))
+            if not args.java:
                 continue
-            if turn and not args.keep_java:
-                java.close()
+            if java is None:
                 java = JavaPlanner(metadata_file, args.java_threads)
-            timed.append(java.times(args.repeat, 5 if turn == 0 or not args.keep_java else 1))
+            timed.append(java.times(2 * args.repeat, 5 if turn == 0 or not args.keep_java else 1))
+            if not args.keep_java:
+                java.close()
+                java = None
     finally:
         if java is not None:
             java.close()
@@ -492,6 +519,10 @@ def main() -> None:
     parser.add_argument("--large", action="store_true",
                         help="also the 1,000,000-file table (about a minute to write once)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed runs of each scan in each icepark process before it is "
+                             "timed (the first loads the kernel and generates the readers; "
+                             "the reference gets 5, for its JIT)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="turns of icepark's uncached runs and the reference's timings "
                              "(each reported as its best over the turns)")
@@ -518,7 +549,7 @@ def main() -> None:
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker[0], args.worker[1], args.repeat)))
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.repeat, args.warmup)))
         return
     sizes = (args.sizes.split(",") if args.sizes
              else ["100k", "1m"] if args.large else ["100k"])
@@ -527,12 +558,12 @@ def main() -> None:
         files, manifests = SIZES[size]
         for layout in args.layouts.split(","):
             metadata_file = layout_metadata(layout, args.cache, files, manifests)
-            runs = {"cached": run_worker("icepark", metadata_file, args.repeat,
+            runs = {"cached": run_worker("icepark", metadata_file, args.repeat, args.warmup,
                                          ICEPARK_PLANNING_WORKERS="1"),
                     **interleaved(metadata_file, args)}
             java = runs.pop("java", None)
             theirs = (None if args.no_pyiceberg
-                      else run_worker("pyiceberg", metadata_file, args.repeat))
+                      else run_worker("pyiceberg", metadata_file, args.repeat, args.warmup))
             for name in FILTERS:
                 cached, uncached = runs["cached"][name], runs["uncached"][name]
                 cells = [f"{files:,}", layout, name, f"{cached['files']:,}",
@@ -554,6 +585,10 @@ def main() -> None:
                     cells += [f"{b['seconds']:.3f}",
                               f"{b['seconds'] / uncached['seconds']:.2f}x",
                               f"**{b['seconds'] / cached['seconds']:.2f}x**"]
+                mine = f"{uncached['median']:.3f}"
+                cells += ([mine, "", ""] if java is None else [
+                    mine, f"{java[name]['median']:.3f}",
+                    f"{java[name]['median'] / uncached['median']:.2f}x"])
                 rows.append("| " + " | ".join(cells) + " |")
             rss = {name: f"{r['rss_mb']:.0f}" for name, r in runs.items()}
             rows.append(f"| {files:,} | {layout} | peak RSS MB | | "
@@ -564,8 +599,9 @@ def main() -> None:
                         f"{rss.get('by_file', '')} | | "
                         f"{runs['cached']['rss_mb']:.0f} | "
                         + (f"{theirs['rss_mb']:.0f} | | |" if theirs else " | | |")
-                        + " | | |")
-    print(f"\nScan planning in one process (as in a Spark driver), best of {args.repeat}: "
+                        + " | | | | | |")
+    print(f"\nScan planning in one process (as in a Spark driver), best of {args.repeat} "
+          f"after {args.warmup} untimed run(s) of each scan in each process: "
           f"seconds to list the planned files ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}). icepark uncached: every scan decodes the manifests "
           "(io.manifest.cache-enabled=false), its large blocks by the compiled kernel "
@@ -579,8 +615,10 @@ def main() -> None:
           + (f", in {args.rounds} rounds alternating with the reference's timings (the best "
              "over the rounds, for both)" if args.rounds > 1 else "")
           + "; cached: repeated scans reuse the decoded manifests (the default). Java: the "
-          "reference after 5 warm-up runs per scan"
-          + ((" in a fresh session each round" if not args.keep_java else
+          f"reference after 5 warm-up runs per scan, timed {2 * args.repeat} times a round "
+          "(as many as icepark's two processes)"
+          + ((" in a fresh session each round, started after icepark's runs and closed "
+              "before the next round's" if not args.keep_java else
               " (one session for every round, one more warm-up run before each later round)")
              if args.rounds > 1 else "")
           + ", its worker pool "
@@ -593,9 +631,10 @@ def main() -> None:
           "at a time | batches speed-up | icepark cached | "
           "pyiceberg | "
           "vs pyiceberg (uncached) | vs pyiceberg (cached) | Java | vs Java (uncached) | "
-          "vs Java (cached) |")
+          "vs Java (cached) | icepark uncached median | Java median | vs Java (medians) |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+          "| ---: | ---: |")
     print("\n".join(rows))
 
 
