@@ -21,7 +21,7 @@ from icepark.io.puffin.deletion_vector import write_deletion_vectors
 from icepark.spark.rowlevel import delete_tasks, dv_tasks, positions
 from icepark.spark.rowlevel.delete import DeleteResult, delete_rows
 from icepark.spark.rowlevel.update import update_rows
-from icepark.spark.writer.tasks import abort_marker
+from icepark.spark.writer.tasks import abort_marker, mark_aborted
 from icepark.spec.manifest import DataFile
 from icepark.spec.reserved import FILE_PATH
 from icepark.table.table import Table
@@ -224,9 +224,8 @@ def test_delete_files_written_after_an_abort_are_deleted(spark: SparkSession, tm
     marked: list[str] = []
 
     def mark(file_io: Any, data_path: str, job_id: str) -> None:
-        marker = abort_marker(data_path, job_id)
-        file_io.new_output(marker).write(b"", overwrite=True)
-        marked.append(marker.removeprefix("file://"))
+        mark_aborted(file_io, data_path, job_id)
+        marked.append(abort_marker(data_path, job_id).removeprefix("file://"))
 
     close = delete_tasks._GroupWriters.close
 

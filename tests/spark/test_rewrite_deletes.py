@@ -19,7 +19,7 @@ from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spark.maintenance import deletes as deletes_module
 from icepark.spark.maintenance.deletes import rewrite_position_delete_files
 from icepark.spark.rowlevel.delete import delete_rows
-from icepark.spark.writer.tasks import abort_marker
+from icepark.spark.writer.tasks import mark_aborted
 from icepark.spec.manifest import ManifestContent, ManifestEntry
 from icepark.spec.reserved import FILE_PATH
 from icepark.table.snapshot.locations import LocationProvider
@@ -187,7 +187,7 @@ def test_tasks_of_an_aborted_job_delete_what_they_wrote(spark: SparkSession, tmp
     job = uuid.uuid4()
     monkeypatch.setattr(deletes_module, "uuid", SimpleNamespace(uuid4=lambda: job))
     data_path = LocationProvider.of(table.metadata).data_path
-    table.io.new_output(abort_marker(data_path, str(job))).write(b"", overwrite=True)
+    mark_aborted(table.io, data_path, str(job))
     files_before = _files(tmp_path)
     location = table.metadata_location
     with pytest.raises(Exception, match=f"{job} was aborted"):

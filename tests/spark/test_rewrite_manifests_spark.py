@@ -21,7 +21,7 @@ from icepark.io.manifest.manifest_list import read_manifest_list
 from icepark.spark.maintenance import manifests as manifests_module
 from icepark.spark.maintenance.manifests import _write_in_spark, rewrite_manifests
 from icepark.spark.reader.read import read
-from icepark.spark.writer.tasks import abort_marker
+from icepark.spark.writer.tasks import mark_aborted
 from icepark.spec.manifest import EntryStatus, ManifestEntry
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
@@ -132,7 +132,7 @@ def test_tasks_of_an_aborted_job_delete_the_manifests_they_wrote(
     job = uuid.uuid4()
     monkeypatch.setattr(manifests_module, "uuid", SimpleNamespace(uuid4=lambda: job))
     metadata_path = LocationProvider.of(table.metadata).metadata_path
-    table.io.new_output(abort_marker(metadata_path, str(job))).write(b"", overwrite=True)
+    mark_aborted(table.io, metadata_path, str(job))
     files_before = {p for p in tmp_path.rglob("*") if p.is_file()}
     location = table.metadata_location
     with pytest.raises(Exception, match=f"{job} was aborted"):

@@ -287,6 +287,12 @@ def abort_marker(data_path: str, job_id: str) -> str:
     return f"{data_path}/{job_id}{ABORTED}"
 
 
+def mark_aborted(file_io: FileIO, data_path: str, job_id: str) -> None:
+    """Write the job's abort mark (:func:`abort_marker`), for its tasks still running to find
+    (:func:`check_not_aborted`)."""
+    file_io.new_output(abort_marker(data_path, job_id)).write(b"", overwrite=True)
+
+
 def check_not_aborted(file_io: FileIO, data_path: str, job_id: str) -> None:
     """``CommitFailed`` when the driver has marked the job aborted (:func:`abort_marker`): a
     task calls it once its files are written, and deletes them when it raises. A mark that
@@ -335,7 +341,7 @@ def delete_job_files(file_io: FileIO, data_path: str, job_id: str,
     """
     if tasks_may_run:
         with contextlib.suppress(Exception):  # best effort, as the rest
-            file_io.new_output(abort_marker(data_path, job_id)).write(b"", overwrite=True)
+            mark_aborted(file_io, data_path, job_id)
     deleted: set[str] = set()
     pending = set(known)
     for round_number in range(max_rounds):
