@@ -34,10 +34,13 @@ Workloads, each with its baseline run in the same engine's own Spark on plain Pa
 
 A delete or merge is rolled back to the written snapshot after each run, so every run changes
 the same table. Times are taken inside each engine's process, around the operation alone
-(loading the table included; creating it, rolling back and checking not): best of
-``--repeat``, the variants taking turns (icepark, Java, icepark's Parquet, Java's Parquet;
+(loading the table included; creating it, rolling back and checking not): best and median
+of ``--repeat``, the variants taking turns (icepark, Java, icepark's Parquet, Java's Parquet;
 reversed on every other repetition), after one warm-up pass of everything at
-``--warmup-rows``. Every run's answers are checked: both engines and both baselines agree.
+``--warmup-rows`` and ``--warmup`` untimed turns of each workload at full size (without them
+the first timed turns of a workload took up to twice as long as its last, in every variant, and
+the best of five was one lucky turn). Every run's answers are checked: both engines and both
+baselines agree.
 Ratios are engine / its own Parquet baseline (1.00x: as fast; lower is better).
 """
 
@@ -49,6 +52,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -435,23 +439,25 @@ class Suite:
 
 
 def _measure(variants: dict[str, Variant], check: Check,
-             repeat: int) -> dict[str, list[float]]:
-    """Every variant's seconds over ``repeat`` turns, the order reversed every other turn;
-    each turn's answers checked."""
+             repeat: int, warmup: int = 0) -> dict[str, list[float]]:
+    """Every variant's seconds over ``repeat`` turns, after ``warmup`` untimed turns, the
+    order reversed every other turn; each turn's answers checked."""
     times: dict[str, list[float]] = {key: [] for key in ORDER}
-    for i in range(repeat):
+    for i in range(warmup + repeat):
         answers = {}
         for key in ORDER if i % 2 == 0 else reversed(ORDER):
             run, reset = variants[key]
             seconds, answers[key] = run()
-            times[key].append(seconds)
+            if i >= warmup:
+                times[key].append(seconds)
             reset()
         check(answers)
     return times
 
 
 def bench(rows: int, files: int, repeat: int, *, warmup_rows: int, driver_memory: str,
-          shuffle_partitions: int, only: Sequence[str] = ()) -> dict[str, Any]:
+          shuffle_partitions: int, only: Sequence[str] = (), warmup: int = 1
+          ) -> dict[str, Any]:
     """Run every workload (with ``only``, those whose label holds one of its words, and the
     unpartitioned write the others read and change); the report :func:`main` prints (and
     writes as JSON)."""
@@ -488,12 +494,15 @@ def bench(rows: int, files: int, repeat: int, *, warmup_rows: int, driver_memory
                       shuffle_partitions=shuffle_partitions)
         results = []
         for label, setup in _chosen(suite.workloads(), only):
-            times = _measure(*setup(), repeat=repeat)
+            times = _measure(*setup(), repeat=repeat, warmup=warmup)
             results.append({"workload": label, "seconds": times,
-                            "best": {key: min(values) for key, values in times.items()}})
+                            "best": {key: min(values) for key, values in times.items()},
+                            "median": {key: statistics.median(values)
+                                       for key, values in times.items()}})
             print(f"  {label}: " + ", ".join(f"{key} {min(t):.2f} s"
                                              for key, t in times.items()), flush=True)
         return {"rows": rows, "files": files, "repeat": repeat, "warmup_rows": warmup_rows,
+                "warmup": warmup,
                 "driver_memory": driver_memory, "shuffle_partitions": shuffle_partitions,
                 "cpus": os.cpu_count(), "load_average": {"start": load_start,
                                                          "end": os.getloadavg()},
@@ -525,23 +534,27 @@ def markdown(report: dict[str, Any], command: str) -> str:
     v, load = report["versions"], report["load_average"]
     tables = ", ".join(f"{k} {files:,} files" for k, (files, _) in report["tables"].items())
     lines = [f"`{command}`", "",
-             f"{report['rows']:,} rows x 20 columns in {report['files']} tasks, best of "
-             f"{report['repeat']}; icepark on PySpark {v['icepark spark']}, the reference "
+             f"{report['rows']:,} rows x 20 columns in {report['files']} tasks, best and "
+             f"median of {report['repeat']} after {report.get('warmup', 0)} untimed turn(s) "
+             f"at full size; icepark on PySpark {v['icepark spark']}, the reference "
              f"Iceberg {v['iceberg (java)']} on PySpark {v['java spark']} (Java {v['java']}, "
              f"Python {v['python']}); {report['cpus']} CPUs, load average "
              f"{' '.join(f'{x:.2f}' for x in load['start'])} at the start, "
              f"{' '.join(f'{x:.2f}' for x in load['end'])} at the end. Tables written: "
              f"{tables}.", "",
              "| workload | icepark s | Java s | icepark / Java | icepark vs own Parquet | "
-             "Java vs own Parquet | icepark's Parquet s | Java's Parquet s |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "Java vs own Parquet | icepark's Parquet s | Java's Parquet s | icepark median "
+             "| Java median | icepark / Java (medians) | icepark vs own Parquet (medians) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w in report["workloads"]:
         b = w["best"]
+        m = w.get("median") or {key: statistics.median(t) for key, t in w["seconds"].items()}
         lines.append(
-            f"| {w['workload']} | {b['icepark']:.2f} | {b['java']:.2f} | "
+            f"| {w['workload']} | {b['icepark']:.3f} | {b['java']:.3f} | "
             f"{b['icepark'] / b['java']:.2f}x | {b['icepark'] / b['icepark parquet']:.2f}x | "
-            f"{b['java'] / b['java parquet']:.2f}x | {b['icepark parquet']:.2f} | "
-            f"{b['java parquet']:.2f} |")
+            f"{b['java'] / b['java parquet']:.2f}x | {b['icepark parquet']:.3f} | "
+            f"{b['java parquet']:.3f} | {m['icepark']:.3f} | {m['java']:.3f} | "
+            f"{m['icepark'] / m['java']:.2f}x | {m['icepark'] / m['icepark parquet']:.2f}x |")
     lines += ["", "Ratios: seconds / seconds (vs own Parquet: 1.00x is as fast as that "
               "engine's own Spark on plain Parquet; lower is better)."]
     return "\n".join(lines)
@@ -555,6 +568,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each; the best counts")
     parser.add_argument("--warmup-rows", type=int, default=50_000,
                         help="rows of the untimed warm-up pass of every workload (0: none)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed turns of every workload at full size before its timed "
+                             "ones (without them the first turns took up to twice as long)")
     parser.add_argument("--driver-memory", default="4g", help="of both Spark drivers")
     parser.add_argument("--shuffle-partitions", type=int, default=8,
                         help="spark.sql.shuffle.partitions of both sessions")
@@ -568,7 +584,7 @@ def main() -> None:
     report = bench(args.rows, args.files, args.repeat, warmup_rows=args.warmup_rows,
                    driver_memory=args.driver_memory,
                    shuffle_partitions=args.shuffle_partitions,
-                   only=[w for w in args.only.split(",") if w])
+                   only=[w for w in args.only.split(",") if w], warmup=args.warmup)
     report = {"command": command.strip(), "started": started, **report}
     print(markdown(report, report["command"]))
     if args.json:
