@@ -32,6 +32,7 @@ import icepark.spark as ips
 from icepark.errors import ValidationError
 from icepark.io.arrow.deletes import DeleteCache
 from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spark.rowlevel import delete_tasks
 from icepark.spec.manifest import DataFile, FileContent, FileFormat
@@ -39,7 +40,6 @@ from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, NestedField
 from icepark.table.inspect.tables import metadata_table
-from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 from tests.interop.conftest import Shared
 from tests.interop.test_java_reference import append, by_id, theirs

@@ -34,13 +34,13 @@ import icepark.spark as ips
 from icepark.catalog import load_catalog
 from icepark.catalog.base import BaseCatalog
 from icepark.io.arrow.schema import to_arrow_schema
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spec.manifest import DataFile, FileContent
 from icepark.spec.partitioning import PartitionSpecBuilder
 from icepark.spec.reserved import ROW_ID
 from icepark.spec.schema import Schema
 from icepark.spec.types import DOUBLE, LONG, STRING, NestedField
-from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 from tests.interop.peers import duckdb_connection
 

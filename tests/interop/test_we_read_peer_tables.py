@@ -12,9 +12,9 @@ from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
 from pyiceberg.types import StringType
 
 from icepark.catalog import load_catalog
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spec.serde import partition_spec_from_json, schema_from_json
-from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 
 

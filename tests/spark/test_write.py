@@ -18,6 +18,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.errors import ValidationError
 from icepark.io.arrow.transforms import to_python_values
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spark.writer.write import JOB_ID_PROPERTY, write
 from icepark.spec.manifest import DataFile
@@ -36,7 +37,6 @@ from icepark.spec.types import (
     NestedField,
     StructType,
 )
-from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 
 pytestmark = pytest.mark.spark

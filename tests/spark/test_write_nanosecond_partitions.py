@@ -21,13 +21,13 @@ from pyspark.sql import functions as F  # noqa: N812
 import icepark.spark as ips
 from icepark.catalog import BaseCatalog, load_catalog
 from icepark.io.arrow.transforms import to_python_values
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spec.manifest import DataFile
 from icepark.spec.partitioning import PartitionSpec, PartitionSpecBuilder
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder, SortOrderBuilder
 from icepark.spec.types import LONG, TIMESTAMP_NS, TIMESTAMPTZ_NS, NestedField
-from icepark.table.snapshot.producer import snapshot_manifests
 from icepark.table.table import Table
 
 pytestmark = pytest.mark.spark

@@ -21,6 +21,7 @@ from icepark.io.manifest.cache import (
     configured_cache,
     estimate_bytes,
 )
+from icepark.io.manifest.list_cache import forget_manifest_lists
 from icepark.io.manifest.manifest import read_manifest_blocks
 from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import ManifestContent
@@ -35,6 +36,7 @@ FILTERS = [None, "category = 'a'", "category = 'b' AND id > 12", "id < 5", "id I
 @pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     MANIFEST_CACHE.clear()
+    forget_manifest_lists()
 
 
 def _table(tmp_path: Path) -> ScanTable:
@@ -75,6 +77,21 @@ def test_repeated_scans_do_not_read_manifests_again(tmp_path: Path) -> None:
         os.remove(m.manifest_path)  # (never done to a real table: files are immutable)
     assert _plan(t, ArrowFileIO(), "id < 5") == first
     with pytest.raises(FileNotFound):
+        _plan(t, UNCACHED, "id < 5")
+
+
+def test_repeated_scans_do_not_read_the_manifest_list_again(tmp_path: Path) -> None:
+    """Even with the manifest cache off, as the reference keeps a snapshot's manifests with
+    the snapshot: a list never changes at its location."""
+    t = _table(tmp_path)
+    forget_manifest_lists()  # (the commits kept the lists they wrote)
+    first = _plan(t, UNCACHED, "id < 5")
+    listed = t.current().manifest_list
+    assert listed is not None
+    os.remove(listed.removeprefix("file://"))  # (never done to a real table: files are immutable)
+    assert _plan(t, UNCACHED, "id < 5") == first
+    forget_manifest_lists()
+    with pytest.raises(FileNotFound, match="snap-"):
         _plan(t, UNCACHED, "id < 5")
 
 

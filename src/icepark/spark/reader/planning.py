@@ -43,6 +43,7 @@ from pyspark.sql import types as T  # noqa: N812
 from icepark.errors import ValidationError
 from icepark.expressions.expr import Expr
 from icepark.io.fileio import ArrowFileIO, file_io_properties
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.spark.arrow_layout import arrow_schema
 from icepark.spark.session import default_parallelism
 from icepark.spec.manifest import ManifestFile
@@ -58,7 +59,6 @@ from icepark.table.scan.tasks import (
     pack,
     unpack,
 )
-from icepark.table.snapshot.producer import snapshot_manifests
 
 PLANNING_MODE = "read.data-planning-mode"
 """Where data manifests are planned: ``auto`` (default), ``local`` or ``distributed``."""

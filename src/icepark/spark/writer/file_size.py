@@ -34,6 +34,7 @@ writes; a task whose rows for one partition are fewer still writes one smaller f
 from __future__ import annotations
 
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.reader import NO_STATS
 from icepark.io.parquet.data_writer import ParquetWriteOptions
@@ -49,7 +50,6 @@ from icepark.spec.types import (
     StructType,
     TypeId,
 )
-from icepark.table.snapshot.producer import snapshot_manifests
 
 VARIABLE_WIDTH_BYTES = 64
 """The assumed size of one string or binary value when the table has no data files yet."""

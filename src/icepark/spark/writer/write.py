@@ -64,6 +64,7 @@ from pyspark.sql import types as T  # noqa: N812
 
 from icepark.errors import CommitStateUnknown, IncompatibleColumn, ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spark import geo
 from icepark.spark.nanos import NANO_TYPES
@@ -92,7 +93,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import UNKNOWN, NestedField, PrimitiveType
-from icepark.table.snapshot.producer import branch_head, snapshot_manifests
+from icepark.table.snapshot.producer import branch_head
 from icepark.table.snapshot.validation import as_expr
 from icepark.table.table import Table
 

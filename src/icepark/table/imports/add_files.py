@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from icepark.errors import Remedy, ValidationError
 from icepark.io.arrow.name_mapping import NAME_MAPPING_PROPERTY, create_mapping, to_json
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.io.manifest.reader import NO_STATS
 from icepark.spec.manifest import DataFile, ManifestContent, ManifestFile
@@ -37,7 +38,7 @@ from icepark.table.imports.data_file import ImportedFile, ImportTarget, import_f
 from icepark.table.imports.sources import SourceFile, find_files
 from icepark.table.scan.tasks import parallel_map
 from icepark.table.snapshot.append import new_append
-from icepark.table.snapshot.producer import branch_head, has_live_files, snapshot_manifests
+from icepark.table.snapshot.producer import branch_head, has_live_files
 from icepark.table.table import Table
 from icepark.table.transaction import replay
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping
 from icepark.errors import ValidationError
 from icepark.expressions import ALWAYS_TRUE, Expr, and_
 from icepark.io.fileio import FileIO
-from icepark.io.manifest.manifest_list import snapshot_manifests
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.spec.manifest import ManifestContent, ManifestFile
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema

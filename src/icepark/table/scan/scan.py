@@ -57,7 +57,7 @@ from icepark.expressions import (
     referenced_ids,
 )
 from icepark.io.fileio import FileIO
-from icepark.io.manifest.manifest_list import snapshot_manifests
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.spec.datetimes import iso_ms
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema, index_by_id

@@ -56,6 +56,7 @@ from typing import ClassVar, Self
 from icepark.errors import ValidationError
 from icepark.expressions import Expr, or_
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
     FileContent,
@@ -66,7 +67,7 @@ from icepark.spec.manifest import (
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.table.snapshot.append import MergingSnapshotProducer
-from icepark.table.snapshot.producer import Attempt, has_live_files, snapshot_manifests
+from icepark.table.snapshot.producer import Attempt, has_live_files
 from icepark.table.snapshot.validation import (
     DELETE_ISOLATION_LEVEL,
     OVERWRITE_ISOLATION_LEVEL,

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Self
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import remember_manifest_list, snapshot_manifests
 from icepark.io.manifest.manifest import (
     UNASSIGNED_SEQUENCE_NUMBER,
     ManifestWriter,
@@ -43,10 +42,8 @@ from icepark.io.manifest.manifest import (
 from icepark.io.manifest.manifest_list import (
     assign_first_row_ids,
     assign_sequence_numbers,
-    read_manifest_list,
     write_manifest_list,
 )
-from icepark.io.manifest.manifest_list import snapshot_manifests as read_snapshot_manifests
 from icepark.spec.manifest import (
     DataFile,
     EntryKey,
@@ -85,42 +82,6 @@ def new_snapshot_id(taken: Mapping[int, object] | Iterable[int] = ()) -> int:
         candidate = secrets.randbits(63)
         if candidate and candidate not in used:
             return candidate
-
-
-def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
-    """The manifests of a snapshot, with its manifest list from a small cache (see
-    :func:`_manifest_list`); otherwise as
-    :func:`icepark.io.manifest.manifest_list.snapshot_manifests`."""
-    if snapshot is not None and snapshot.manifest_list is not None:
-        return list(_manifest_list(file_io, snapshot.manifest_list))
-    return read_snapshot_manifests(file_io, snapshot)
-
-
-_LISTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
-_LISTS_LOCK = threading.Lock()
-_CACHED_LISTS = 32
-
-
-def _manifest_list(file_io: FileIO, location: str) -> tuple[ManifestFile, ...]:
-    """A manifest list, from a small cache: "A new manifest list is written for each attempt
-    to commit a snapshot", so a list at a location never changes, and successive commits to
-    a table would otherwise re-read their parent's."""
-    with _LISTS_LOCK:
-        cached = _LISTS.get(location)
-        if cached is not None:
-            _LISTS.move_to_end(location)
-            return cached
-    manifests = tuple(read_manifest_list(file_io, location))
-    _remember_list(location, manifests)
-    return manifests
-
-
-def _remember_list(location: str, manifests: Sequence[ManifestFile]) -> None:
-    with _LISTS_LOCK:
-        _LISTS[location] = tuple(manifests)
-        _LISTS.move_to_end(location)
-        while len(_LISTS) > _CACHED_LISTS:
-            _LISTS.popitem(last=False)
 
 
 def branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -291,7 +252,7 @@ class SnapshotProducer(ABC):
                             attempt.sequence_number, manifests, properties=base.properties,
                             first_row_id=first_row_id)
         if base.format_version >= 2:  # a v1 list reads back with sequence numbers 0
-            _remember_list(location, assign_sequence_numbers(
+            remember_manifest_list(location, assign_sequence_numbers(
                 manifests, attempt.snapshot_id, attempt.sequence_number))
         self._last_files = {location, *(m.manifest_path for m in manifests)}
         snapshot = Snapshot(

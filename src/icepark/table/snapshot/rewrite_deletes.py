@@ -47,13 +47,14 @@ from typing import Any, Self
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spec.manifest import DataFile, FileContent, ManifestContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import FILE_PATH
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.table.snapshot.append import MergingSnapshotProducer
-from icepark.table.snapshot.producer import Attempt, branch_head, snapshot_manifests
+from icepark.table.snapshot.producer import Attempt, branch_head
 from icepark.table.snapshot.validation import ConcurrentChanges, FileFilter
 
 DELETE_TARGET_FILE_SIZE_BYTES = "write.delete.target-file-size-bytes"

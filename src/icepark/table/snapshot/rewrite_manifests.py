@@ -46,6 +46,7 @@ from typing import Any, Self
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import ManifestWriter
 from icepark.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icepark.spec.metadata import FormatVersion, TableMetadata
@@ -58,12 +59,7 @@ from icepark.table.snapshot.append import (
     MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
 )
 from icepark.table.snapshot.locations import LocationProvider
-from icepark.table.snapshot.producer import (
-    Attempt,
-    SnapshotProducer,
-    branch_head,
-    snapshot_manifests,
-)
+from icepark.table.snapshot.producer import Attempt, SnapshotProducer, branch_head
 
 
 def target_size(properties: Mapping[str, str], override: int | None = None) -> int:

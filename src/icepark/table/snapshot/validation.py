@@ -41,6 +41,7 @@ from icepark.expressions import (
     unbind,
 )
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
 from icepark.spec.manifest import (
     DataFile,
@@ -54,7 +55,6 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.reserved import FILE_PATH
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Operation, Snapshot, ancestors_of
-from icepark.table.snapshot.producer import snapshot_manifests
 
 DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
 OVERWRITE_ISOLATION_LEVEL = "write.overwrite.isolation-level"

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO
+from icepark.io.manifest.list_cache import snapshot_manifests
 from icepark.io.manifest.manifest import read_manifest
-from icepark.io.manifest.manifest_list import snapshot_manifests
 from icepark.spec.manifest import DataFile, EntryStatus, FileContent
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
