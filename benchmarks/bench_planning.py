@@ -25,7 +25,9 @@ medians of every timed run are reported too):
 icepark plans in one process (``ICEPARK_PLANNING_WORKERS=1``), as in a Spark driver, in a fresh
 Python process per layout, twice: with its manifest cache (the default: repeated scans of the
 unchanged table reuse the decoded manifests, so the best of several runs is a cached run) and
-without (``io.manifest.cache-enabled=false``: every scan decodes). Uncached planning runs with
+without (``io.manifest.cache-enabled=false``: every scan decodes its manifests; the decoded
+manifest list is kept either way, :mod:`icepark.io.manifest.list_cache`, as the reference keeps
+it with its snapshot). Uncached planning runs with
 the compiled kernel (:mod:`icepark.io.avro.native`, the default), with the generated Python
 decoder alone (``ICEPARK_AVRO_KERNEL=0``, the baseline of the kernel), with the kernel but
 the manifests read ahead left deflated for the decoding thread to inflate (the baseline of
