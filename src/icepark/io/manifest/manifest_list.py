@@ -355,7 +355,8 @@ def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[Manif
     """The manifests of a snapshot, read from storage: its manifest list, or, for a v1
     snapshot without one, its inline ``manifests`` ("A list of manifest file locations"), whose
     counts are unknown. No snapshot has no manifests; a missing file raises ``FileNotFound``
-    naming it."""
+    naming it. Scans and commits, which read the same lists again, use
+    :func:`icepark.io.manifest.list_cache.snapshot_manifests`, which keeps them decoded."""
     if snapshot is None:
         return []
     if snapshot.manifest_list is not None:
