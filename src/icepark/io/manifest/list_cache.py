@@ -48,7 +48,6 @@ MAX_MANIFESTS = 100_000
 
 _LISTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
 _LOCK = threading.Lock()
-_held = 0
 
 
 def snapshot_manifests(file_io: FileIO, snapshot: Snapshot | None) -> list[ManifestFile]:
@@ -78,25 +77,18 @@ def cached_manifest_list(file_io: FileIO, location: str) -> tuple[ManifestFile, 
 def remember_manifest_list(location: str, manifests: Sequence[ManifestFile]) -> None:
     """Keep ``manifests`` as the records of the list at ``location``: what a committer just
     wrote there, as a reader will decode it (sequence numbers and first row IDs assigned)."""
-    global _held  # noqa: PLW0603 - the cache is one per process, like the lists it holds
     kept = tuple(manifests)
     if len(kept) > MAX_MANIFESTS:
         return
     with _LOCK:
-        old = _LISTS.pop(location, None)
-        if old is not None:
-            _held -= len(old)
         _LISTS[location] = kept
-        _held += len(kept)
-        while len(_LISTS) > MAX_LISTS or _held > MAX_MANIFESTS:
-            _, evicted = _LISTS.popitem(last=False)
-            _held -= len(evicted)
+        _LISTS.move_to_end(location)
+        while len(_LISTS) > MAX_LISTS or sum(map(len, _LISTS.values())) > MAX_MANIFESTS:
+            _LISTS.popitem(last=False)
 
 
 def forget_manifest_lists() -> None:
     """Drop every kept list (what a process that rewrote files under their names, which the
     spec never does, would need)."""
-    global _held  # noqa: PLW0603 - see remember_manifest_list
     with _LOCK:
         _LISTS.clear()
-        _held = 0
