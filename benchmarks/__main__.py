@@ -16,7 +16,7 @@ BENCHMARKS = ["bench_manifest", "bench_commit", "bench_concurrent_commits", "ben
               "bench_deletion_vectors", "bench_merge", "bench_compaction",
               "bench_orphans", "bench_stream_ingest", "bench_driver_overhead",
               "bench_s3", "bench_reference", "bench_distributed_planning",
-              "bench_read_relations", "bench_float_stats"]
+              "bench_read_relations", "bench_float_stats", "bench_cached_write"]
 
 
 def main() -> None:

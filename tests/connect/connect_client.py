@@ -127,6 +127,15 @@ def main(url: str, folder: Path) -> dict[str, Any]:
 
     step("foreach_batch_writer", foreach_batch)
 
+    def cached_write() -> None:  # field IDs given by DataFrame.to on the server's cache
+        cached = spark.sql("SELECT id, CAST(id AS STRING) AS s FROM range(500)").cache()
+        cached.count()
+        ips.write(cached, "db.cached", create=True)
+        found["cached write"] = sorted(tuple(r) for r in ips.read(spark, "db.cached").collect())
+        cached.unpersist()
+
+    step("cached write", cached_write)
+
     parquet = folder / "legacy"
     spark.range(50).selectExpr("id", "'p' AS kind").write.parquet(str(parquet))
     step("snapshot", lambda: ips.snapshot(spark, str(parquet), "db.legacy"))

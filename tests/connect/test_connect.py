@@ -15,6 +15,7 @@ import pytest
 
 from icepark.catalog import load_catalog
 from tests.cli.conftest import cli_env
+from tests.spark.test_write import assert_field_ids_everywhere, live_files
 
 CLIENT = Path(__file__).with_name("connect_client.py")
 
@@ -73,6 +74,9 @@ def test_reads_in_the_client_and_here_agree(client_run: tuple[Path, dict[str, An
     warehouse = folder / "warehouse"
     catalog = load_catalog("default", type="sql", uri=f"sqlite:///{warehouse / 'catalog.db'}",
                            warehouse=str(warehouse))
+    assert found["cached write"] == [[i, str(i)] for i in range(500)]
+    for f in live_files(catalog.load_table("db.cached")):
+        assert_field_ids_everywhere(f.file_path)
     table = catalog.load_table("db.t")
     arrow = table.scan().to_arrow()
     assert sorted(zip(arrow.column("id").to_pylist(), arrow.column("kind").to_pylist(),

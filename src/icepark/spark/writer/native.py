@@ -27,15 +27,17 @@ table is written natively when :func:`ineligibility` finds nothing against it:
 * the table property :data:`NATIVE_WRITER_PROPERTY` is not ``false``.
 
 The job (:class:`NativeWriteJob`): the DataFrame's columns get their field IDs (nested struct
-fields too), required columns fail the job on a null ("Nulls in a required column fail the
-job"), partition values are computed as Spark columns (:mod:`icepark.spark.transforms`,
-bit-exact with the spec's transforms) and encoded losslessly as ``partitionBy`` directory
-names (:mod:`icepark.spark.writer.partition_dirs`), the rows are distributed and sorted as for the
-Python writer (:mod:`icepark.spark.writer.distribution`), and Spark writes
+fields too) and required columns fail the job on a null ("Nulls in a required column fail the
+job"; :mod:`icepark.spark.writer.file_columns`), partition values are computed as Spark
+columns (:mod:`icepark.spark.transforms`, bit-exact with the spec's transforms) and encoded
+losslessly as ``partitionBy`` directory names (:mod:`icepark.spark.writer.partition_dirs`), the
+rows are distributed and sorted as for the Python writer
+(:mod:`icepark.spark.writer.distribution`), and Spark writes
 ``<data path>/<job id>/<partition dirs>/<job id>-<task>-<uuid>.c000.<codec>.parquet`` (Hadoop's
 ``mapreduce.output.basename`` is the job ID, so every file carries it, as the Python writer's
 do). The driver then lists the job directory, builds the ``DataFile`` records from the
-footers and moves each file to its partition's directory, named as every icepark writer names
+footers (each must carry the field IDs the frame gave, or the files are not the table's)
+and moves each file to its partition's directory, named as every icepark writer names
 it (``<data path>/ts_day=2024-03-05/country=us/``; :mod:`icepark.spark.writer.native_files`).
 :meth:`NativeWriteJob.abort` deletes the moved files and the job directory.
 
@@ -50,24 +52,25 @@ import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - PySpark's conventional name
-from pyspark.sql import types as T  # noqa: N812
+from pyspark.sql import DataFrame, SparkSession
 
 from icepark.errors import ValidationError
 from icepark.expressions import Expr
 from icepark.io.fileio import FileIO
 from icepark.io.parquet.data_writer import ParquetWriteOptions
 from icepark.spark import geo
-from icepark.spark.schema import default_column, quote, to_spark
 from icepark.spark.session import scoped_conf
 from icepark.spark.storage import unopenable
 from icepark.spark.transforms import partition_columns
-from icepark.spark.writer.columns import VALIDATION_PREFIX
 from icepark.spark.writer.distribution import distributed
+from icepark.spark.writer.file_columns import (
+    aliased_frame,
+    file_frame,
+    forget_cached_framing,
+)
 from icepark.spark.writer.native_files import (
+    MissingFieldIds,
     collect_data_files,
     delete_tree,
     place_files,
@@ -81,7 +84,6 @@ from icepark.spec.schema import Schema
 from icepark.spec.types import (
     UNKNOWN,
     IcebergType,
-    NestedField,
     PrimitiveType,
     StructType,
     TypeId,
@@ -114,7 +116,7 @@ def ineligibility(metadata: TableMetadata, row_filter: Expr | None = None) -> st
     """Why a write to ``metadata``'s current schema and spec cannot go through Spark's own
     Parquet writer, or None if it can (see the module docstring).
 
-    >>> from icepark.spec.types import LONG, UUID
+    >>> from icepark.spec.types import LONG, UUID, NestedField
     >>> from icepark.table.change.metadata_builder import MetadataBuilder
     >>> m, _ = MetadataBuilder.new_table(Schema.of(NestedField.optional(1, "u", UUID)), "/t")
     >>> ineligibility(m)
@@ -196,24 +198,36 @@ class NativeWriteJob:
         ``schema``: the current one plus row lineage) and return the records of the files
         written; each file holds at most ``max_records_per_file`` rows (Spark's
         ``maxRecordsPerFile``; None: no limit)."""
-        schema, spec = schema or metadata.schema(), metadata.spec()
-        order = metadata.sort_order()
-        frame = _only_nulls_in_unknown(df, schema).select(*file_value_columns(df, schema))
-        names = partition_dir_names(spec, frame.columns)
-        types = [f.field_type for f in spec.partition_type(schema).fields]
-        keys = [(name, encode_column(t, c)) for name, t, c in
-                zip(names, types, partition_columns(spec, schema, frame), strict=True)]
+        schema = schema or metadata.schema()
         options = writer_options(metadata.properties, self.job_id)
         if max_records_per_file is not None:
             if max_records_per_file < 1:
                 raise ValidationError(
                     f"max_records_per_file must be positive, not {max_records_per_file}")
             options["maxRecordsPerFile"] = str(max_records_per_file)
+        frame, cached = file_frame(df, schema)
+        try:
+            return self._write(frame, metadata, file_io, schema, options)
+        except MissingFieldIds:
+            if not cached:
+                raise
+        # Spark dropped the IDs DataFrame.to gave (see file_columns): write them as aliases
+        forget_cached_framing(df)
+        delete_tree(file_io, self.job_dir, settle_seconds=0)
+        return self._write(aliased_frame(df, schema), metadata, file_io, schema, options)
+
+    def _write(self, frame: DataFrame, metadata: TableMetadata, file_io: FileIO,
+               schema: Schema, options: dict[str, str]) -> list[DataFile]:
+        spec, order = metadata.spec(), metadata.sort_order()
+        names = partition_dir_names(spec, frame.columns)
+        types = [f.field_type for f in spec.partition_type(schema).fields]
+        keys = [(name, encode_column(t, c)) for name, t, c in
+                zip(names, types, partition_columns(spec, schema, frame), strict=True)]
         writer = distributed(frame, metadata, keys).write.options(**options)
         if names:
             writer = writer.partitionBy(*names)
         try:
-            with parquet_settings(df.sparkSession):
+            with parquet_settings(frame.sparkSession):
                 writer.parquet(self.job_dir)
         except Exception as e:
             match = _REQUIRED_NULL.search(str(e))
@@ -260,57 +274,6 @@ def partition_dir_names(spec: PartitionSpec, columns: list[str]) -> list[str]:
     return names
 
 
-def file_value_columns(df: DataFrame, schema: Schema) -> list[Column]:
-    """``df``'s columns (the table's, in order) with their field IDs in every StructField's
-    metadata, nested struct fields matched by name (promoted, or their write-default or null
-    when missing) and required fields failing the job on a null; ``unknown`` columns, which
-    no file stores, are left out."""
-    target = to_spark(schema)
-    given = {f.name: f.dataType for f in df.schema.fields}
-    return [_value(F.col(quote(f.name)), f, s, given.get(f.name), f.name)
-            .alias(f.name, metadata=s.metadata)
-            for f, s in zip(schema.fields, target.fields, strict=True)
-            if f.field_type != UNKNOWN]
-
-
-def _only_nulls_in_unknown(df: DataFrame, schema: Schema) -> DataFrame:
-    """``df`` failing the job on a non-null value in a top-level ``unknown`` column, which the
-    files leave out: "Must be optional with ``null`` defaults"."""
-    for f in schema.fields:
-        if f.field_type == UNKNOWN and f.name in df.columns:
-            message = (f"{VALIDATION_PREFIX}Column {f.name!r} has type unknown, whose only "
-                       "value is null, but has a non-null value")
-            col = F.col(quote(f.name))
-            df = df.where(col.isNull() | F.raise_error(F.lit(message)).cast(T.BooleanType()))
-    return df
-
-
-def _value(col: Column, f: NestedField, target: T.StructField, given: Any,
-           path: str) -> Column:
-    t = f.field_type
-    if given is None:
-        value = default_column(f, target.dataType)
-    elif isinstance(t, StructType):
-        have = {g.name: g.dataType for g in given.fields}
-        spark_struct = target.dataType
-        assert isinstance(spark_struct, T.StructType)
-        inner = F.struct(*(
-            _value(col.getField(child.name), child, spark_child, have.get(child.name),
-                   f"{path}.{child.name}").alias(child.name, metadata=spark_child.metadata)
-            for child, spark_child in zip(t.fields, spark_struct.fields, strict=True)))
-        value = F.when(col.isNull(), F.lit(None)).otherwise(inner)
-    elif isinstance(target.dataType, geo.SPARK_TYPES) and isinstance(given, T.BinaryType):
-        value = geo.from_wkb(col, target.dataType)
-    elif given != target.dataType:
-        value = col.cast(target.dataType)
-    else:
-        value = col
-    if f.is_required:
-        message = f"Column {path!r} is required but has a null value"
-        value = F.coalesce(value, F.raise_error(F.lit(message)).cast(target.dataType))
-    return value
-
-
 __all__ = ["NATIVE_LEAF_TYPES", "NATIVE_WRITER_PROPERTY", "SPARK_PARQUET_SETTINGS",
-           "NativeWriteJob", "file_value_columns", "ineligibility", "parquet_settings",
+           "NativeWriteJob", "ineligibility", "parquet_settings",
            "partition_dir_names", "writer_options"]

@@ -12,6 +12,10 @@ file with a NaN maximum has its float and double columns read back for them
 (:func:`~icepark.io.parquet.metrics.read_float_stats`), as the Python writers compute them
 while writing.
 
+Every footer must give each column the field ID of the table's column of its name (Appendix A,
+*Parquet*: "Column IDs are required"); a file without them is :class:`MissingFieldIds`, and
+nothing of the job is committed.
+
 A file's partition tuple is parsed from its directories
 (:mod:`icepark.spark.writer.partition_dirs`).
 Files are recognised by the job's name prefix (``<job id>-...parquet``); anything else the
@@ -38,10 +42,12 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from icepark.errors import CorruptFile
 from icepark.io.arrow.parquet_file import read_footer
+from icepark.io.arrow.schema import FIELD_ID_KEY
 from icepark.io.fileio import ArrowFileIO, FileInfo, FileIO
 from icepark.io.parquet.metrics import MetricsConfig, compute_metrics, read_float_stats
 from icepark.spark.writer.partition_dirs import parse_partition
@@ -53,6 +59,10 @@ from icepark.table.scan.tasks import parallel_map
 
 FOOTER_THREADS = 8
 """How many footers the driver reads at once."""
+
+
+class MissingFieldIds(CorruptFile):
+    """Spark wrote a file whose columns lack the field IDs of the table's columns."""
 
 
 def collect_data_files(  # noqa: PLR0917 - the job's directory, its files and their table
@@ -88,6 +98,7 @@ class _FooterReader:
             sort_order_id: int | None) -> None:
         self.io, self.job_dir, self.schema, self.spec = file_io, job_dir, schema, spec
         self.types, self.config, self.sort_order_id = types, config, sort_order_id
+        self.ids = {f.name: f.field_id for f in schema.fields}
 
     def read(self, info: FileInfo) -> DataFile | None:
         if not info.location.startswith(self.job_dir + "/"):
@@ -98,6 +109,7 @@ class _FooterReader:
             footer = read_footer(f, info.location)
             floats = (read_float_stats(f, self.schema, footer, location=info.location)
                       if footer.num_rows else None)
+        _check_field_ids(footer, self.ids, info.location)
         if footer.num_rows == 0:
             self.io.delete(info.location)
             return None
@@ -118,6 +130,19 @@ class _FooterReader:
             split_offsets=metrics.split_offsets,
             sort_order_id=self.sort_order_id,
         )
+
+
+def _check_field_ids(footer: Any, ids: Mapping[str, int], location: str) -> None:
+    """:class:`MissingFieldIds` unless each column of ``footer`` has the field ID ``ids``
+    gives its name."""
+    wrong = []
+    for f in footer.schema.to_arrow_schema():
+        raw = (f.metadata or {}).get(FIELD_ID_KEY)
+        if raw is None or int(raw) != ids.get(f.name):
+            wrong.append(f.name)
+    if wrong:
+        raise MissingFieldIds(f"Spark wrote {location} without the table's field IDs of "
+                              f"column(s) {', '.join(map(repr, wrong))}")
 
 
 def delete_tree(file_io: FileIO, directory: str, *, settle_seconds: float = 1.0,
@@ -195,5 +220,5 @@ def move_file(file_io: FileIO, source: str, target: str) -> None:
 
 _COPY_CHUNK = 8 << 20
 
-__all__ = ["FOOTER_THREADS", "collect_data_files", "delete_tree", "move_file", "place_files",
-           "remove_empty_dirs"]
+__all__ = ["FOOTER_THREADS", "MissingFieldIds", "collect_data_files", "delete_tree",
+           "move_file", "place_files", "remove_empty_dirs"]
