@@ -11,20 +11,19 @@ are two ways to give it, and :func:`file_frame` picks one:
   job on a null ("Nulls in a required column fail the job"). Over a computed frame or a file
   scan the projection joins the stage that makes the rows anyway;
 * **``DataFrame.to``** (:func:`cached_schema`), for a frame Spark holds cached
-  (``DataFrame.storageLevel``) whose columns already have the table's types and nullability,
-  none of them a struct:
-  Spark's in-memory scan returns its rows as the table's columns, metadata included, with no
-  projection. Over a cached frame an alias projection would copy every row into a new one
-  (about a tenth of the CPU time of writing 2,000,000 rows of 20 columns on Spark 4.3,
-  measured in ``benchmarks/RESULTS.md``).
+  (``DataFrame.storageLevel``) whose columns already have the table's types, none of them a
+  struct, and none nullable where the table's is required: Spark's in-memory scan returns its
+  rows as the table's columns, metadata included, with no projection. Over a cached frame an
+  alias projection would copy every row into a new one (about a tenth of the CPU time of
+  writing 2,000,000 rows of 20 columns on Spark 4.3, measured in ``benchmarks/RESULTS.md``).
 
 Measured on 4.3: ``DataFrame.to`` keeps the metadata where Spark's optimizer merges no
 projection of its own into it (over a cached frame or a file scan), and drops it where it
 does (over a computed column, whose name the merged projection keeps but not the metadata).
-So every file's footer is checked for the IDs (:class:`~icepark.spark.writer.native_files.
-MissingFieldIds`), and a write framed with ``DataFrame.to`` that lost them is written again
-with aliases; the Spark version that dropped them gets aliases from then on
-(:func:`forget_cached_framing`).
+So every file's footer is checked for the IDs
+(:class:`~icepark.spark.writer.native_files.MissingFieldIds`), and a write framed with
+``DataFrame.to`` that lost them is written again with aliases; the Spark version that dropped
+them gets aliases from then on (:func:`forget_cached_framing`).
 """
 
 from __future__ import annotations
