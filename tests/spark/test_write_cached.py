@@ -4,6 +4,7 @@ that keeps files without the table's field IDs out of it."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from icepark.spark.writer.native_files import MissingFieldIds
 from icepark.spark.writer.write import write
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
+    DOUBLE,
     INT,
     LONG,
     STRING,
@@ -39,15 +41,16 @@ SCHEMA = Schema.of(
     NestedField.required(1, "id", LONG),
     NestedField.optional(2, "s", STRING),
     NestedField.optional(3, "ts", TIMESTAMPTZ),
-    NestedField.optional(4, "n", INT))
-ROWS = [(i, f"s{i}", dt.datetime(2024, 1, 1 + i % 28, tzinfo=dt.UTC), None if i % 7 else i)
-        for i in range(100)]
+    NestedField.optional(4, "n", INT),
+    NestedField.optional(5, "x", DOUBLE))
+ROWS = [(i, f"s{i}", dt.datetime(2024, 1, 1 + i % 28, tzinfo=dt.UTC), None if i % 7 else i,
+         float("nan") if i == 5 else i / 4) for i in range(100)]
 
 
 @pytest.fixture
 def cached(spark: SparkSession) -> Iterator[DataFrame]:
     """The rows in the table's Spark types, cached with their columns in another order."""
-    df = spark.createDataFrame(ROWS, to_spark(SCHEMA)).select("ts", "n", "s", "id").cache()
+    df = spark.createDataFrame(ROWS, to_spark(SCHEMA)).select("ts", "n", "x", "s", "id").cache()
     df.count()
     yield df
     df.unpersist()
@@ -57,9 +60,16 @@ def _table(catalog: BaseCatalog, schema: Schema = SCHEMA) -> Table:
     return catalog.create_table("db.t", schema)
 
 
+def _nan_as_text(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
+
+
+EXPECTED = [_nan_as_text(r) for r in ROWS]
+
+
 def _rows(table: Table) -> list[tuple[Any, ...]]:
     found = table.refresh().scan().to_arrow().sort_by("id").to_pylist()
-    return [(r["id"], r["s"], r["ts"], r["n"]) for r in found]
+    return [_nan_as_text((r["id"], r["s"], r["ts"], r["n"], r["x"])) for r in found]
 
 
 def _parquet_files(table: Table) -> list[str]:
@@ -71,8 +81,8 @@ def test_cached_frame_gets_field_ids_without_a_projection(
         cached: DataFrame, catalog: BaseCatalog, capsys: pytest.CaptureFixture[str]) -> None:
     frame, framed = file_frame(cached, SCHEMA)
     assert framed
-    assert frame.columns == ["id", "s", "ts", "n"]  # the table's order
-    assert [f.metadata["parquet.field.id"] for f in frame.schema.fields] == [1, 2, 3, 4]
+    assert frame.columns == ["id", "s", "ts", "n", "x"]  # the table's order
+    assert [f.metadata["parquet.field.id"] for f in frame.schema.fields] == [1, 2, 3, 4, 5]
     frame.explain()
     plan = capsys.readouterr().out  # the scan at the top: no projection copies the rows
     assert plan.split("== Physical Plan ==")[1].strip().startswith("InMemoryTableScan"), plan
@@ -81,10 +91,11 @@ def test_cached_frame_gets_field_ids_without_a_projection(
     assert files and sorted(f.file_path for f in files) == _parquet_files(table)
     for f in files:
         assert_field_ids_everywhere(f.file_path)
-        assert [c.name for c in pq.read_schema(f.file_path)] == ["id", "s", "ts", "n"]
-    assert _rows(table) == ROWS
+        assert [c.name for c in pq.read_schema(f.file_path)] == ["id", "s", "ts", "n", "x"]
+    assert _rows(table) == EXPECTED
     assert sum(f.record_count for f in files) == len(ROWS)
     assert all(f.lower_bounds and 1 in f.lower_bounds for f in files)  # metrics by field ID
+    assert sum((f.nan_value_counts or {}).get(5, 0) for f in files) == 1
 
 
 def _other_type(df: DataFrame) -> DataFrame:
@@ -155,7 +166,7 @@ def test_ids_dropped_from_a_cached_frame_are_written_again_with_aliases(
     assert sorted(f.file_path for f in files) == _parquet_files(table)  # nothing else left
     for f in files:
         assert_field_ids_everywhere(f.file_path)
-    assert _rows(table) == ROWS
+    assert _rows(table) == EXPECTED
     assert dropped == {cached.sparkSession.version}
     assert cached_schema(cached, SCHEMA) is None  # aliases from now on
 

@@ -107,9 +107,9 @@ class _FooterReader:
         partition = parse_partition(directories, self.types)
         with self.io.new_input(info.location).open() as f:
             footer = read_footer(f, info.location)
+            _check_field_ids(footer, self.ids, info.location)
             floats = (read_float_stats(f, self.schema, footer, location=info.location)
                       if footer.num_rows else None)
-        _check_field_ids(footer, self.ids, info.location)
         if footer.num_rows == 0:
             self.io.delete(info.location)
             return None
