@@ -719,22 +719,30 @@ def _build_type(skeleton: Any, ids: Callable[[], int]) -> IcebergType:
     raise AssertionError(skeleton)
 
 
-def _build_field(spec: Any, ids: Callable[[], int], draw: Any) -> NestedField:
+FINITE_DEFAULTS = {**DEFAULTS, DOUBLE: st.floats(allow_nan=False, allow_infinity=False)}
+"""For pyiceberg's view: its models write an infinite default as ``null`` (pydantic's JSON)."""
+
+
+def _build_field(spec: Any, ids: Callable[[], int], draw: Any,
+                 defaults: dict[PrimitiveType, st.SearchStrategy[Any]] = DEFAULTS
+                 ) -> NestedField:
     name, skeleton, required, doc = spec
     field_id = ids()
     field_type = _build_type(skeleton, ids)
     initial = write = None
-    if draw is not None and field_type in DEFAULTS:
-        initial = draw(st.none() | DEFAULTS[field_type])
-        write = draw(st.none() | DEFAULTS[field_type])
+    if draw is not None and field_type in defaults:
+        initial = draw(st.none() | defaults[field_type])
+        write = draw(st.none() | defaults[field_type])
     return NestedField(field_id, name, field_type, required, doc, initial, write)
 
 
 @st.composite
-def schemas(draw: Any, schema_id: int = 0) -> Schema:
+def schemas(draw: Any, schema_id: int = 0, finite: bool = False) -> Schema:
     start, step = draw(st.integers(1, 10_000)), draw(st.integers(1, 5))
     counter = itertools.count(start, step)
-    fields = tuple(_build_field(f, lambda: next(counter), draw) for f in draw(TOP_LEVEL))
+    defaults = FINITE_DEFAULTS if finite else DEFAULTS
+    fields = tuple(_build_field(f, lambda: next(counter), draw, defaults)
+                   for f in draw(TOP_LEVEL))
     candidates = [f.field_id for f in fields if f.is_required and isinstance(
         f.field_type, PrimitiveType) and f.field_type not in (FLOAT, DOUBLE)]
     identifiers = draw(st.lists(st.sampled_from(candidates), unique=True)) if candidates else []
@@ -760,7 +768,7 @@ LONGS = st.integers(1, 2**63 - 1)
 @st.composite
 def table_metadata(draw: Any, format_version: int, pyiceberg_only: bool = False) -> TableMetadata:
     schema_ids = draw(st.lists(st.integers(0, 20), min_size=1, max_size=3, unique=True))
-    all_schemas = tuple(draw(schemas(schema_id=i)) for i in schema_ids)
+    all_schemas = tuple(draw(schemas(schema_id=i, finite=pyiceberg_only)) for i in schema_ids)
     spec_ids = draw(st.lists(st.integers(0, 10), min_size=1, max_size=3, unique=True))
     specs = tuple(PartitionSpec(i, tuple(
         PartitionField(source, 1000 + n, transform, f"p{n}")
