@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -32,7 +31,12 @@ from icepark.spec.types import (
     StructType,
 )
 from icepark.table.table import Table
-from tests.spark.test_write import assert_field_ids_everywhere, catalog, live_files
+from tests.spark.test_write import (
+    assert_field_ids_everywhere,
+    catalog,
+    data_files_on_disk,
+    live_files,
+)
 
 pytestmark = pytest.mark.spark
 __all__ = ["catalog"]  # the fixture, shared with test_write
@@ -73,8 +77,7 @@ def _rows(table: Table) -> list[tuple[Any, ...]]:
 
 
 def _parquet_files(table: Table) -> list[str]:
-    root = Path(table.location.removeprefix("file://"))
-    return sorted(str(p) for p in root.rglob("*.parquet") if "metadata" not in p.parts)
+    return [str(p) for p in data_files_on_disk(table)]
 
 
 def test_cached_frame_gets_field_ids_without_a_projection(

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from icepark.errors import CorruptFile
 from icepark.io.arrow.parquet_file import read_footer
-from icepark.io.arrow.schema import FIELD_ID_KEY
+from icepark.io.arrow.projection import field_id_of
 from icepark.io.fileio import ArrowFileIO, FileInfo, FileIO
 from icepark.io.parquet.metrics import MetricsConfig, compute_metrics, read_float_stats
 from icepark.spark.writer.partition_dirs import parse_partition
@@ -137,8 +137,8 @@ def _check_field_ids(footer: Any, ids: Mapping[str, int], location: str) -> None
     gives its name."""
     wrong = []
     for f in footer.schema.to_arrow_schema():
-        raw = (f.metadata or {}).get(FIELD_ID_KEY)
-        if raw is None or int(raw) != ids.get(f.name):
+        field_id = field_id_of(f)
+        if field_id is None or field_id != ids.get(f.name):
             wrong.append(f.name)
     if wrong:
         raise MissingFieldIds(f"Spark wrote {location} without the table's field IDs of "
