@@ -64,6 +64,7 @@ from pyspark.sql import SparkSession
 from tools.javaref.client import JavaReference
 
 import icepark.spark as ips
+from benchmarks.paired import compare
 from icepark.catalog.filesystem import FilesystemCatalog
 from icepark.spark.session import build_session
 from icepark.spec.schema import Schema
@@ -556,7 +557,19 @@ def markdown(report: dict[str, Any], command: str) -> str:
             f"{b['java parquet']:.3f} | {m['icepark']:.3f} | {m['java']:.3f} | "
             f"{m['icepark'] / m['java']:.2f}x | {m['icepark'] / m['icepark parquet']:.2f}x |")
     lines += ["", "Ratios: seconds / seconds (vs own Parquet: 1.00x is as fast as that "
-              "engine's own Spark on plain Parquet; lower is better)."]
+              "engine's own Spark on plain Parquet; lower is better).", "",
+              "Turn by turn (each turn runs both engines one after the other; "
+              "`benchmarks/paired.py`: the median of the turns' icepark / Java ratios, its "
+              "sign-test interval, ahead or behind only when the interval is all below or all "
+              "above 1.00):", "",
+              "| workload | icepark faster in | median of icepark / Java | interval | "
+              "confidence | verdict |", "|---|---:|---:|---:|---:|---|"]
+    for w in report["workloads"]:
+        c = compare(w["seconds"]["icepark"], w["seconds"]["java"])
+        interval = (f"{c.low:.3f}-{c.high:.3f}" if math.isfinite(c.high)
+                    else "(too few turns)")
+        lines.append(f"| {w['workload']} | {c.faster} of {c.turns} | {c.median:.3f} | "
+                     f"{interval} | {c.coverage:.1%} | {c.verdict} |")
     return "\n".join(lines)
 
 
