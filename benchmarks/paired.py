@@ -53,14 +53,16 @@ def order_statistic_rank(turns: int, confidence: float) -> int:
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-    tail, k = (1.0 - confidence) / 2, 0
-    below = 0.0  # P(X < k + 1) once the loop has added C(turns, k)
-    while k < turns:
-        below += math.comb(turns, k) / 2.0 ** turns
-        if below > tail:
-            break
+    k = 0
+    while k < turns and _chance_fewer_below(turns, k + 1) <= (1.0 - confidence) / 2:
         k += 1
     return k
+
+
+def _chance_fewer_below(turns: int, k: int) -> float:
+    """P(Binomial(turns, 1/2) < k): the chance that fewer than ``k`` of ``turns`` ratios fall
+    below their median."""
+    return sum(math.comb(turns, i) for i in range(k)) / 2.0 ** turns
 
 
 def compare(first: Sequence[float], second: Sequence[float],
@@ -77,6 +79,6 @@ def compare(first: Sequence[float], second: Sequence[float],
         low, high, coverage = 0.0, math.inf, 1.0
     else:
         low, high = ratios[k - 1], ratios[n - k]
-        coverage = 1.0 - 2 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+        coverage = 1.0 - 2 * _chance_fewer_below(n, k)
     return Comparison(turns=n, faster=sum(a < b for a, b in zip(first, second, strict=True)),
                       median=statistics.median(ratios), low=low, high=high, coverage=coverage)
